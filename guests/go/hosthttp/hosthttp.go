@@ -1,0 +1,75 @@
+// Package hosthttp lets guest code use a plain *http.Client: requests go
+// through the host's http_do function, where the host's policy applies. It
+// is a package of its own so that providers that make no HTTP calls do not
+// link net/http into their module.
+package hosthttp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/guests/go/provider"
+)
+
+// Transport is an http.RoundTripper that sends requests through the host's
+// http_do function, so a plain *http.Client — and cloud SDKs built on one —
+// work inside the sandbox. The host applies its policy (allowed hosts,
+// size limits, the call's deadline). The request's context must be (or
+// derive from) the context the SDK passed to the provider method. Needs
+// abi.CapHTTP.
+var Transport http.RoundTripper = transport{}
+
+// Client returns an *http.Client using Transport.
+func Client() *http.Client { return &http.Client{Transport: Transport} }
+
+type transport struct{}
+
+func (transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	req := abi.HTTPRequest{Method: r.Method, URL: r.URL.String(), Header: r.Header}
+	if r.Method == "" {
+		req.Method = http.MethodGet
+	}
+	if r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req.Body = body
+	}
+	if r.Host != "" && r.Host != r.URL.Host {
+		req.Header = r.Header.Clone()
+		if req.Header == nil {
+			req.Header = http.Header{}
+		}
+		req.Header["Host"] = []string{r.Host}
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := provider.HostCall(r.Context(), abi.ImportHTTP, b)
+	if err != nil {
+		return nil, err
+	}
+	var resp abi.HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return nil, fmt.Errorf("decoding host http response: %w", err)
+	}
+	return &http.Response{
+		Status:        strconv.Itoa(resp.Status) + " " + http.StatusText(resp.Status),
+		StatusCode:    resp.Status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header(resp.Header),
+		Body:          io.NopCloser(bytes.NewReader(resp.Body)),
+		ContentLength: int64(len(resp.Body)),
+		Request:       r,
+	}, nil
+}

@@ -1,0 +1,213 @@
+package hostfuncs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/wasmprov/wasmprov/abi"
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Call is the state of one provider method call. The runtime creates one
+// per call, puts it in the context given to the guest (WithCall), and reads
+// the guest's output and error from it afterwards.
+type Call struct {
+	Env    *Env
+	Method abi.Method
+
+	// Machine is the Machine argument (Get, Create, Delete,
+	// MachineMetricsLabels, MigrateUID). machine_update replaces it with the
+	// updated Machine.
+	Machine *clusterv1alpha1.Machine
+	// Spec is the MachineSpec argument (AddDefaults, Validate,
+	// GetCloudConfig); for the other methods it is nil and &Machine.Spec is
+	// used.
+	Spec     *clusterv1alpha1.MachineSpec
+	Userdata string
+	NewUID   types.UID
+	Data     *cloud.MachineCreateDeleteData
+
+	// Granted is what the guest declared, intersected with the policy.
+	Granted abi.Capability
+
+	// log carries provider, method and machine attributes; built on first
+	// use because most calls never log.
+	log *slog.Logger
+
+	// ctx is the caller's context. The guest may run under a context that
+	// does not carry cancellation (to avoid a goroutine per call); host
+	// functions use this one so that HTTP requests are cancelled with the
+	// call.
+	ctx context.Context
+
+	inputs  [abi.InputNewUID + 1][]byte
+	pending []byte
+
+	// Output is the result document set by the guest's "output".
+	Output []byte
+	// Error fields are set by the guest's "set_error".
+	ErrReason  string
+	ErrMessage string
+	RetryAfter time.Duration
+}
+
+// NewCall returns a Call for method m of the provider described by env.
+func NewCall(ctx context.Context, env *Env, m abi.Method, granted abi.Capability) *Call {
+	return &Call{Env: env, Method: m, Granted: granted, ctx: ctx}
+}
+
+// SetContext replaces the caller's context of c, e.g. after the runtime
+// added the policy's call timeout.
+func SetContext(c *Call, ctx context.Context) { c.ctx = ctx }
+
+// Context returns the caller's context.
+func (c *Call) Context() context.Context { return c.ctx }
+
+type callKey struct{}
+
+// WithCall returns a context carrying c, for the guest call.
+func WithCall(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// CallFrom returns the Call in ctx, or nil.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}
+
+// spec returns the MachineSpec the call is about.
+func (c *Call) spec() *clusterv1alpha1.MachineSpec {
+	if c.Spec != nil {
+		return c.Spec
+	}
+	if c.Machine != nil {
+		return &c.Machine.Spec
+	}
+	return nil
+}
+
+// Input returns an input part, encoding it on first use. Parts are cached
+// for the call: a guest that asks twice pays once.
+func (c *Call) Input(part abi.Input) ([]byte, error) {
+	if part < abi.InputMachine || part > abi.InputNewUID || !offered(c.Method, part) {
+		return nil, errorf(abi.ErrnoUnavailable, "input %s is not available in %s", part, c.Method)
+	}
+	if b := c.inputs[part]; b != nil {
+		return b, nil
+	}
+	b, err := c.encodeInput(part)
+	if err != nil {
+		return nil, err
+	}
+	c.inputs[part] = b
+	return b, nil
+}
+
+func offered(m abi.Method, part abi.Input) bool {
+	for _, p := range m.Inputs() {
+		if p == part {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Call) encodeInput(part abi.Input) ([]byte, error) {
+	switch part {
+	case abi.InputMachine:
+		if c.Machine == nil {
+			return nil, errorf(abi.ErrnoUnavailable, "no machine in %s", c.Method)
+		}
+		return marshal(c.Machine)
+	case abi.InputSpec:
+		s := c.spec()
+		if s == nil {
+			return nil, errorf(abi.ErrnoUnavailable, "no machine spec in %s", c.Method)
+		}
+		return marshal(s)
+	case abi.InputProviderSpec:
+		// The raw bytes as stored: no re-encoding on the host.
+		if s := c.spec(); s != nil && s.ProviderSpec.Value != nil && len(s.ProviderSpec.Value.Raw) > 0 {
+			return s.ProviderSpec.Value.Raw, nil
+		}
+		return []byte("null"), nil
+	case abi.InputUserdata:
+		return []byte(c.Userdata), nil
+	case abi.InputNewUID:
+		return []byte(c.NewUID), nil
+	}
+	return nil, errorf(abi.ErrnoInvalid, "unknown input part %d", part)
+}
+
+func marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, errorf(abi.ErrnoFailed, "encoding input: %v", err)
+	}
+	return b, nil
+}
+
+// machineChanged drops cached inputs derived from the Machine after
+// machine_update replaced it.
+func (c *Call) machineChanged() {
+	c.inputs[abi.InputMachine] = nil
+	if c.Spec == nil {
+		c.inputs[abi.InputSpec] = nil
+		c.inputs[abi.InputProviderSpec] = nil
+	}
+}
+
+// Error is a host function failure as the guest sees it: an errno and a
+// message the guest can read with take_result.
+type Error struct {
+	Errno   abi.Errno
+	Message string
+}
+
+func (e *Error) Error() string { return e.Errno.String() + ": " + e.Message }
+
+func errorf(errno abi.Errno, format string, args ...any) *Error {
+	return &Error{Errno: errno, Message: fmt.Sprintf(format, args...)}
+}
+
+// SetError records the guest's error report.
+func (c *Call) SetError(reason, message string, retryAfterMillis int64) {
+	c.ErrReason, c.ErrMessage = reason, message
+	if retryAfterMillis > 0 {
+		c.RetryAfter = time.Duration(retryAfterMillis) * time.Millisecond
+	}
+}
+
+// SetOutput records the guest's result document.
+func (c *Call) SetOutput(b []byte) error {
+	if max := c.Env.limits().MaxResultBytes; int64(len(b)) > max {
+		return errorf(abi.ErrnoTooLarge, "output of %d bytes exceeds the limit of %d", len(b), max)
+	}
+	c.Output = append(c.Output[:0], b...)
+	return nil
+}
+
+// logger returns the call's logger: the provider's, with provider, method
+// and machine attributes.
+func (c *Call) logger() *slog.Logger {
+	if c.log == nil {
+		attrs := []any{slog.String("provider", c.Env.Provider), slog.String("method", c.Method.String())}
+		if c.Machine != nil {
+			attrs = append(attrs, slog.String("machine", c.Machine.Namespace+"/"+c.Machine.Name))
+		} else if s := c.spec(); s != nil && s.Name != "" {
+			attrs = append(attrs, slog.String("machine", s.Name))
+		}
+		c.log = c.Env.logger().With(attrs...)
+	}
+	return c.log
+}
+
+// Logger returns the call's logger, for the runtime's own records.
+func (c *Call) Logger() *slog.Logger { return c.logger() }

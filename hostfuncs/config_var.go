@@ -1,0 +1,174 @@
+package hostfuncs
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/apis/providerconfig"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// configVar resolves a ConfigVarString or ConfigVarBool the way
+// machine-controller's ConfigVarResolver does: a Secret key, else a
+// ConfigMap key, else the inline value, else (when empty) a host
+// environment variable.
+//
+// Two rules keep a guest from reading what it should not: a Secret or
+// ConfigMap is read only if the Machine's own provider spec references that
+// exact namespace/name/key, and an environment variable only if the policy
+// lists it.
+func configVar(ctx context.Context, c *Call, req []byte) ([]byte, error) {
+	var r abi.ConfigVarRequest
+	if err := json.Unmarshal(req, &r); err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "config_var request is not valid JSON: %v", err)
+	}
+	var value string
+	var err error
+	switch r.Type {
+	case abi.ConfigVarTypeString:
+		value, err = c.resolveString(ctx, r.Var)
+	case abi.ConfigVarTypeBool:
+		value, err = c.resolveBool(ctx, r.Var)
+	default:
+		return nil, errorf(abi.ErrnoInvalid, "config_var type must be %q or %q, not %q", abi.ConfigVarTypeString, abi.ConfigVarTypeBool, r.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if value == "" && r.EnvFallback != "" {
+		if v, ok := c.Env.ConfigVar.lookupEnv(r.EnvFallback); ok {
+			value = v
+		} else if !contains(c.Env.ConfigVar.AllowedEnv, r.EnvFallback) {
+			c.logger().Warn("config_var env fallback denied by policy", "env", r.EnvFallback)
+		}
+	}
+	return []byte(value), nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Call) resolveString(ctx context.Context, raw json.RawMessage) (string, error) {
+	var v providerconfig.ConfigVarString
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return "", errorf(abi.ErrnoInvalid, "invalid ConfigVarString: %v", err)
+		}
+	}
+	if s := v.SecretKeyRef; s.Namespace != "" && s.Name != "" && s.Key != "" {
+		return c.secretValue(ctx, s.Namespace, s.Name, s.Key)
+	}
+	if m := v.ConfigMapKeyRef; m.Namespace != "" && m.Name != "" && m.Key != "" {
+		return c.configMapValue(ctx, m.Namespace, m.Name, m.Key)
+	}
+	return v.Value, nil
+}
+
+func (c *Call) resolveBool(ctx context.Context, raw json.RawMessage) (string, error) {
+	var v providerconfig.ConfigVarBool
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return "", errorf(abi.ErrnoInvalid, "invalid ConfigVarBool: %v", err)
+		}
+	}
+	var s string
+	var err error
+	switch {
+	case v.SecretKeyRef.Namespace != "" && v.SecretKeyRef.Name != "" && v.SecretKeyRef.Key != "":
+		s, err = c.secretValue(ctx, v.SecretKeyRef.Namespace, v.SecretKeyRef.Name, v.SecretKeyRef.Key)
+	case v.ConfigMapKeyRef.Namespace != "" && v.ConfigMapKeyRef.Name != "" && v.ConfigMapKeyRef.Key != "":
+		s, err = c.configMapValue(ctx, v.ConfigMapKeyRef.Namespace, v.ConfigMapKeyRef.Name, v.ConfigMapKeyRef.Key)
+	case v.Value != nil:
+		return strconv.FormatBool(*v.Value), nil
+	default:
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	b, perr := strconv.ParseBool(s)
+	if perr != nil {
+		return "", errorf(abi.ErrnoInvalid, "value %q is not a bool: %v", s, perr)
+	}
+	return strconv.FormatBool(b), nil
+}
+
+func (c *Call) secretValue(ctx context.Context, ns, name, key string) (string, error) {
+	if err := c.referenced("secretKeyRef", ns, name, key); err != nil {
+		return "", err
+	}
+	if c.Env.ConfigVar.Client == nil {
+		return "", errorf(abi.ErrnoUnavailable, "no Kubernetes client configured to read secret %s/%s", ns, name)
+	}
+	s, err := c.Env.ConfigVar.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", errorf(abi.ErrnoFailed, "error retrieving secret '%s' from namespace '%s': %v", name, ns, err)
+	}
+	if v, ok := s.Data[key]; ok {
+		return string(v), nil
+	}
+	return "", errorf(abi.ErrnoNotFound, "secret '%s' in namespace '%s' has no key '%s'", name, ns, key)
+}
+
+func (c *Call) configMapValue(ctx context.Context, ns, name, key string) (string, error) {
+	if err := c.referenced("configMapKeyRef", ns, name, key); err != nil {
+		return "", err
+	}
+	if c.Env.ConfigVar.Client == nil {
+		return "", errorf(abi.ErrnoUnavailable, "no Kubernetes client configured to read configmap %s/%s", ns, name)
+	}
+	cm, err := c.Env.ConfigVar.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", errorf(abi.ErrnoFailed, "error retrieving configmap '%s' from namespace '%s': %v", name, ns, err)
+	}
+	if v, ok := cm.Data[key]; ok {
+		return v, nil
+	}
+	return "", errorf(abi.ErrnoNotFound, "configmap '%s' in namespace '%s' has no key '%s'", name, ns, key)
+}
+
+// referenced checks that the call's provider spec contains a reference of
+// kind ("secretKeyRef" or "configMapKeyRef") to ns/name/key.
+func (c *Call) referenced(kind, ns, name, key string) error {
+	raw, err := c.Input(abi.InputProviderSpec)
+	if err == nil {
+		var doc any
+		if json.Unmarshal(raw, &doc) == nil && findRef(doc, kind, ns, name, key) {
+			return nil
+		}
+	}
+	c.logger().Warn("config_var reference denied: not in the machine's provider spec", "kind", kind,
+		"namespace", ns, "name", name, "key", key)
+	return errorf(abi.ErrnoDenied, "%s %s/%s key %s is not referenced by the machine's provider spec", kind, ns, name, key)
+}
+
+func findRef(doc any, kind, ns, name, key string) bool {
+	switch v := doc.(type) {
+	case map[string]any:
+		if ref, ok := v[kind].(map[string]any); ok &&
+			ref["namespace"] == ns && ref["name"] == name && ref["key"] == key {
+			return true
+		}
+		for _, child := range v {
+			if findRef(child, kind, ns, name, key) {
+				return true
+			}
+		}
+	case []any:
+		for _, child := range v {
+			if findRef(child, kind, ns, name, key) {
+				return true
+			}
+		}
+	}
+	return false
+}

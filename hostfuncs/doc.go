@@ -1,0 +1,13 @@
+// Package hostfuncs implements the host side of the wasmprov Provider ABI:
+// the wasmprov_v1 import module (abi/SPEC.md). There is one file per
+// capability: log, http, machine_update, pv_list and config_var, and core.go
+// for the functions every guest gets (input, take_result, output,
+// set_error).
+//
+// Every function works on the *Call found in the context wazero passes to
+// host functions, so one compiled host module serves every instance and
+// every provider; the per-provider policy lives in the Call's Env. The same
+// Go implementations back the native runner (guests/go/native), so a guest
+// compiled to wasm and the same code run natively see identical host
+// behaviour.
+package hostfuncs

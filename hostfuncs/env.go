@@ -1,0 +1,112 @@
+package hostfuncs
+
+import (
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// Env is what the host functions of one provider may use and must obey:
+// the provider's name, logger, policy and the host resources behind the
+// capabilities. It is shared by every call of the provider and is read-only
+// once the provider is loaded.
+type Env struct {
+	// Provider names the provider in log lines and errors.
+	Provider string
+	// Logger receives guest logs and host diagnostics; nil means
+	// slog.Default().
+	Logger *slog.Logger
+
+	HTTP      HTTPPolicy
+	ConfigVar ConfigVarSource
+	Limits    Limits
+}
+
+// Limits bound what a guest can make the host hold. Zero fields take the
+// defaults of DefaultLimits.
+type Limits struct {
+	// MaxResultBytes caps a method's output document.
+	MaxResultBytes int64
+	// MaxMessageBytes caps an error message or log message; longer ones are
+	// truncated, not refused, so the reason of a failure is never lost.
+	MaxMessageBytes int64
+	// MaxRequestBytes caps a request document passed to a host function.
+	MaxRequestBytes int64
+}
+
+// DefaultLimits are the limits used for zero fields of Limits.
+var DefaultLimits = Limits{
+	MaxResultBytes:  4 << 20,
+	MaxMessageBytes: 64 << 10,
+	MaxRequestBytes: 8 << 20,
+}
+
+func (env *Env) limits() Limits {
+	l := env.Limits
+	if l.MaxResultBytes <= 0 {
+		l.MaxResultBytes = DefaultLimits.MaxResultBytes
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = DefaultLimits.MaxMessageBytes
+	}
+	if l.MaxRequestBytes <= 0 {
+		l.MaxRequestBytes = DefaultLimits.MaxRequestBytes
+	}
+	return l
+}
+
+func (env *Env) logger() *slog.Logger {
+	if env.Logger != nil {
+		return env.Logger
+	}
+	return slog.Default()
+}
+
+// HTTPPolicy governs http_do.
+type HTTPPolicy struct {
+	// AllowedHosts lists the hosts a guest may reach: "api.hetzner.cloud",
+	// "*.example.com" (any subdomain, not the apex), "127.0.0.1:8080" (that
+	// port only). Empty allows nothing.
+	AllowedHosts []string
+	// AllowInsecure permits plain http:// URLs. Off by default: credentials
+	// travel in provider requests.
+	AllowInsecure bool
+	// MaxResponseBytes caps a response body (default 16 MiB).
+	MaxResponseBytes int64
+	// MaxRedirects caps redirects followed (default 5); each target is
+	// checked against the policy again.
+	MaxRedirects int
+	// Timeout bounds one request, within the call's own deadline
+	// (default 60s).
+	Timeout time.Duration
+	// Client sends the requests; nil means a client built from
+	// http.DefaultTransport's settings. Its CheckRedirect is replaced.
+	Client *http.Client
+}
+
+// ConfigVarSource is where config_var resolves references.
+type ConfigVarSource struct {
+	// Client reads Secrets and ConfigMaps. Nil refuses references.
+	Client kubernetes.Interface
+	// AllowedEnv lists the host environment variables a guest may use as
+	// fallbacks (e.g. "HZ_TOKEN"). Empty allows none: the host's environment
+	// holds the controller's own credentials.
+	AllowedEnv []string
+	// LookupEnv reads the environment; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+func (s ConfigVarSource) lookupEnv(name string) (string, bool) {
+	for _, a := range s.AllowedEnv {
+		if a == name {
+			if s.LookupEnv != nil {
+				return s.LookupEnv(name)
+			}
+			return os.LookupEnv(name)
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,161 @@
+package hostfuncs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/wasmprov/wasmprov/abi"
+)
+
+const (
+	defaultMaxResponseBytes = 16 << 20
+	defaultMaxRedirects     = 5
+	defaultHTTPTimeout      = 60 * time.Second
+)
+
+// httpDo performs an outbound HTTP request for the guest with the host's
+// client, after the policy allowed the URL. The request is bound to the
+// call's context, so a cancelled or timed-out call aborts it.
+func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
+	var req abi.HTTPRequest
+	if err := json.Unmarshal(reqJSON, &req); err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "http_do request is not valid JSON: %v", err)
+	}
+	p := c.Env.HTTP
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "invalid URL %q: %v", req.URL, err)
+	}
+	if err := p.Allow(u); err != nil {
+		c.logger().Warn("http request denied by policy", "url", redactURL(u), "reason", err.Error())
+		return nil, errorf(abi.ErrnoDenied, "%v", err)
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = defaultHTTPTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, u.String(), bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "building request: %v", err)
+	}
+	for k, vs := range req.Header {
+		if strings.EqualFold(k, "Host") {
+			continue // the host decides which host it talks to
+		}
+		hreq.Header[http.CanonicalHeaderKey(k)] = vs
+	}
+	start := time.Now()
+	resp, err := p.client().Do(hreq)
+	if err != nil {
+		var denied *deniedError
+		if errors.As(err, &denied) {
+			return nil, errorf(abi.ErrnoDenied, "%v", denied)
+		}
+		c.logger().Debug("http request failed", "method", req.Method, "url", redactURL(u), "error", err)
+		return nil, errorf(abi.ErrnoFailed, "%s %s: %v", req.Method, redactURL(u), err)
+	}
+	defer resp.Body.Close()
+	max := p.MaxResponseBytes
+	if max <= 0 {
+		max = defaultMaxResponseBytes
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, errorf(abi.ErrnoFailed, "%s %s: reading response: %v", req.Method, redactURL(u), err)
+	}
+	if int64(len(body)) > max {
+		return nil, errorf(abi.ErrnoTooLarge, "%s %s: response body exceeds the limit of %d bytes", req.Method, redactURL(u), max)
+	}
+	c.logger().Debug("http request", "method", req.Method, "url", redactURL(u), "status", resp.StatusCode,
+		"duration", time.Since(start))
+	return json.Marshal(abi.HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: body})
+}
+
+// Allow reports whether the policy permits a request to u.
+func (p *HTTPPolicy) Allow(u *url.URL) error {
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !p.AllowInsecure {
+			return &deniedError{fmt.Sprintf("plain http to %s is not allowed (policy allows https only)", u.Host)}
+		}
+	default:
+		return &deniedError{fmt.Sprintf("scheme %q is not allowed", u.Scheme)}
+	}
+	if u.User != nil {
+		return &deniedError{"URLs with user info are not allowed"}
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	for _, pattern := range p.AllowedHosts {
+		if matchHost(pattern, strings.ToLower(host), port) {
+			return nil
+		}
+	}
+	return &deniedError{fmt.Sprintf("host %q is not in the provider's allowed hosts", u.Host)}
+}
+
+// matchHost matches "host", "host:port", "*.domain" and "*.domain:port".
+func matchHost(pattern, host, port string) bool {
+	pattern = strings.ToLower(pattern)
+	pHost, pPort := pattern, ""
+	if h, pt, err := net.SplitHostPort(pattern); err == nil {
+		pHost, pPort = h, pt
+	}
+	if pPort != "" && pPort != port {
+		return false
+	}
+	if suffix, ok := strings.CutPrefix(pHost, "*."); ok {
+		return strings.HasSuffix(host, "."+suffix)
+	}
+	return pHost == host
+}
+
+type deniedError struct{ reason string }
+
+func (e *deniedError) Error() string { return e.reason }
+
+func (p *HTTPPolicy) client() *http.Client {
+	base := p.Client
+	if base == nil {
+		base = &http.Client{Transport: http.DefaultTransport}
+	}
+	c := *base
+	maxRedirects := p.MaxRedirects
+	if maxRedirects <= 0 {
+		maxRedirects = defaultMaxRedirects
+	}
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > maxRedirects {
+			return &deniedError{fmt.Sprintf("more than %d redirects", maxRedirects)}
+		}
+		if err := p.Allow(req.URL); err != nil {
+			return fmt.Errorf("redirect to %s: %w", redactURL(req.URL), err)
+		}
+		return nil
+	}
+	return &c
+}
+
+// redactURL drops user info and the query (which may carry tokens) for logs.
+func redactURL(u *url.URL) string {
+	r := *u
+	r.User = nil
+	if r.RawQuery != "" {
+		r.RawQuery = "REDACTED"
+	}
+	return r.String()
+}

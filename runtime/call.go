@@ -1,0 +1,136 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmprov/wasmprov/abi"
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
+	"github.com/wasmprov/wasmprov/hostfuncs"
+)
+
+// invoke runs one method call on a pooled instance and turns the guest's
+// status into an error with machine-controller's semantics.
+func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) error {
+	m := call.Method
+	if err := checkProviderSpec(call); err != nil {
+		return &CallError{Provider: p.name, Method: m, Class: ClassTerminal, Err: err}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.policy.CallTimeout))
+		defer cancel()
+	}
+	hostfuncs.SetContext(call, ctx)
+	inst, err := p.pool.Get(ctx)
+	if err != nil {
+		return p.contextError(m, err)
+	}
+	callErr := inst.fns[m].CallWithStack(hostfuncs.WithCall(ctx, call), inst.stack[:])
+	inst.calls++
+	if callErr != nil {
+		// A trapped or interrupted instance is never reused: its memory may
+		// be torn and, for a Go guest, its runtime corrupted.
+		p.pool.Put(context.WithoutCancel(ctx), inst, false)
+		return p.trapError(ctx, m, callErr)
+	}
+	status := abi.Status(int32(uint32(inst.stack[0])))
+	keep := status != abi.StatusPanic && status >= abi.StatusOK && status <= abi.StatusPanic &&
+		(p.policy.MaxCallsPerInstance < 0 || inst.calls < p.policy.MaxCallsPerInstance)
+	p.pool.Put(ctx, inst, keep)
+	return p.statusError(call, status)
+}
+
+// checkProviderSpec refuses a Machine whose providerSpec.value is not JSON
+// before any guest sees it: it could not be encoded for the guest, and the
+// mistake is the Machine author's, so it is terminal.
+func checkProviderSpec(call *hostfuncs.Call) error {
+	var spec *clusterv1alpha1.MachineSpec
+	switch {
+	case call.Spec != nil:
+		spec = call.Spec
+	case call.Machine != nil:
+		spec = &call.Machine.Spec
+	default:
+		return nil
+	}
+	if v := spec.ProviderSpec.Value; v != nil && len(v.Raw) > 0 && !json.Valid(v.Raw) {
+		return cloudprovidererrors.TerminalError{
+			Reason:  clusterv1alpha1.InvalidConfigurationMachineError,
+			Message: "machine.spec.providerSpec.value is not valid JSON",
+		}
+	}
+	return nil
+}
+
+func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
+	msg := call.ErrMessage
+	var class Class
+	var err error
+	switch status {
+	case abi.StatusOK:
+		return nil
+	case abi.StatusTerminal:
+		class = ClassTerminal
+		err = cloudprovidererrors.TerminalError{Reason: clusterv1alpha1.MachineStatusError(call.ErrReason), Message: msg}
+	case abi.StatusNotFound:
+		class = ClassNotFound
+		err = cloudprovidererrors.ErrInstanceNotFound
+		if msg != "" && msg != err.Error() {
+			err = fmt.Errorf("%w: %s", cloudprovidererrors.ErrInstanceNotFound, msg)
+		}
+	case abi.StatusError:
+		class = ClassTransient
+		if msg == "" {
+			msg = "provider reported an error without a message"
+		}
+		err = errors.New(msg)
+		if call.RetryAfter > 0 {
+			err = &cloudprovidererrors.RetryableError{RetryAfter: call.RetryAfter, Err: err}
+		}
+	case abi.StatusPanic:
+		class = ClassTrap
+		err = fmt.Errorf("%w: %s", ErrGuestPanic, msg)
+		call.Logger().Warn("guest panicked; instance discarded", "panic", msg)
+	default:
+		class = ClassBadResult
+		err = fmt.Errorf("%w: unknown status %d", ErrBadResult, int32(status))
+	}
+	return &CallError{Provider: p.name, Method: call.Method, Class: class, Err: err}
+}
+
+// trapError classifies an error returned by the wasm call itself.
+func (p *Provider) trapError(ctx context.Context, m abi.Method, err error) error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			p.logger.Warn("guest call exceeded its deadline; instance discarded", "method", m.String())
+			return &CallError{Provider: p.name, Method: m, Class: ClassTimeout, Err: &timeoutError{cause: context.DeadlineExceeded}}
+		case sys.ExitCodeContextCanceled:
+			return &CallError{Provider: p.name, Method: m, Class: ClassCanceled, Err: fmt.Errorf("guest call canceled: %w", context.Canceled)}
+		}
+		p.logger.Warn("guest exited; instance discarded", "method", m.String(), "exitCode", exit.ExitCode())
+		return &CallError{Provider: p.name, Method: m, Class: ClassTrap, Err: fmt.Errorf("%w: guest exited with code %d", ErrTrap, exit.ExitCode())}
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return p.contextError(m, ctxErr)
+	}
+	p.logger.Warn("guest trapped; instance discarded", "method", m.String(), "error", err.Error())
+	return &CallError{Provider: p.name, Method: m, Class: ClassTrap, Err: fmt.Errorf("%w: %v", ErrTrap, err)}
+}
+
+func (p *Provider) contextError(m abi.Method, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &CallError{Provider: p.name, Method: m, Class: ClassTimeout, Err: &timeoutError{cause: err}}
+	}
+	if errors.Is(err, context.Canceled) {
+		return &CallError{Provider: p.name, Method: m, Class: ClassCanceled, Err: err}
+	}
+	return &CallError{Provider: p.name, Method: m, Class: ClassTransient, Err: err}
+}

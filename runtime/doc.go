@@ -1,0 +1,14 @@
+// Package runtime loads machine-controller cloud providers compiled to
+// WebAssembly and runs them in wazero, behind the same cloud.Provider
+// interface as a provider compiled into the controller.
+//
+//	rt, err := runtime.New(ctx)
+//	p, err := rt.Load(ctx, "providers/fake.wasm")
+//	var _ cloud.Provider = p
+//
+// Each loaded provider is compiled once and served by a capped pool of
+// instances: one caller per instance, instances that trapped or timed out
+// are thrown away, and every call runs with the deadline of its context (or
+// the policy's call timeout). What a guest may do — hosts it may reach,
+// environment variables, memory, capabilities — is its Policy.
+package runtime

@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wasmprov/wasmprov/abi"
+)
+
+// Sentinel errors for failures that belong to the sandbox rather than to
+// the provider's logic. They are wrapped in a *CallError; test with
+// errors.Is.
+var (
+	// ErrTrap: the guest trapped (unreachable, out-of-bounds access, stack
+	// overflow, exited). The instance was discarded.
+	ErrTrap = errors.New("guest trapped")
+	// ErrGuestPanic: the guest recovered a panic and reported it. The
+	// instance was discarded.
+	ErrGuestPanic = errors.New("guest panicked")
+	// ErrBadResult: the guest returned something the ABI does not allow: an
+	// unknown status, an output that does not decode.
+	ErrBadResult = errors.New("guest returned an invalid result")
+	// ErrTimeout: the call's deadline passed while the guest ran. The
+	// instance was discarded. The error also matches
+	// context.DeadlineExceeded.
+	ErrTimeout = errors.New("guest call timed out")
+	// ErrInvalidModule: a module failed load-time validation.
+	ErrInvalidModule = errors.New("invalid provider module")
+)
+
+// Class names the kind of a call failure, for metrics and logs.
+type Class string
+
+// Failure classes.
+const (
+	ClassTerminal  Class = "terminal"
+	ClassNotFound  Class = "not-found"
+	ClassTransient Class = "transient"
+	ClassTrap      Class = "trap"
+	ClassTimeout   Class = "timeout"
+	ClassCanceled  Class = "canceled"
+	ClassBadResult Class = "bad-result"
+)
+
+// CallError is the error of a failed provider call. Its message names the
+// provider and method; Unwrap exposes the cause, so
+// cloudprovidererrors.IsTerminalError, IsNotFound and errors.Is(err,
+// ErrTrap) all see through it.
+type CallError struct {
+	Provider string
+	Method   abi.Method
+	Class    Class
+	Err      error
+}
+
+func (e *CallError) Error() string {
+	return fmt.Sprintf("provider %q: %s: %v", e.Provider, e.Method, e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// ErrorClass returns the class of err if it is a *CallError, else "".
+func ErrorClass(err error) Class {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.Class
+	}
+	return ""
+}
+
+// timeoutError is ErrTimeout that also matches the context's error.
+type timeoutError struct{ cause error }
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("%v: %v", ErrTimeout, e.cause) }
+
+func (e *timeoutError) Is(target error) bool { return target == ErrTimeout }
+
+func (e *timeoutError) Unwrap() error { return e.cause }

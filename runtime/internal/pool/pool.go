@@ -1,0 +1,196 @@
+// Package pool is a capped pool of single-user items: the host keeps each
+// wasm instance to one caller at a time (wazero instances are not safe for
+// concurrent calls), bounds how many exist, and closes every item it drops.
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrClosed is returned by Get after Close.
+var ErrClosed = errors.New("pool is closed")
+
+// Item is what the pool holds.
+type Item interface {
+	// Close releases the item. The pool calls it exactly once for every item
+	// it created, when the item is discarded, retired or the pool closes.
+	Close(ctx context.Context) error
+}
+
+// Pool hands out items one caller at a time. At most Max items exist at
+// once; Get blocks while all are in use.
+type Pool[T Item] struct {
+	newItem func(context.Context) (T, error)
+	slots   chan struct{} // a token per item that may exist
+	mu      sync.Mutex
+	idle    []T
+	closed  bool
+	stats   Stats
+	done    chan struct{} // closed by Close: wakes waiting Gets
+}
+
+// Stats counts what the pool did. Read it with Stats().
+type Stats struct {
+	Created   atomic.Int64
+	Discarded atomic.Int64 // closed because unhealthy or retired
+	Live      atomic.Int64 // created and not yet closed
+	InUse     atomic.Int64
+}
+
+// New returns a pool of at most max items made by newItem.
+func New[T Item](max int, newItem func(context.Context) (T, error)) *Pool[T] {
+	if max < 1 {
+		max = 1
+	}
+	return &Pool[T]{newItem: newItem, slots: make(chan struct{}, max), done: make(chan struct{})}
+}
+
+// Max is the pool's capacity.
+func (p *Pool[T]) Max() int { return cap(p.slots) }
+
+// Stats returns the pool's counters.
+func (p *Pool[T]) Stats() *Stats { return &p.stats }
+
+// Get returns an idle item or a new one, waiting for a free slot until ctx
+// is done.
+func (p *Pool[T]) Get(ctx context.Context) (T, error) {
+	var zero T
+	select {
+	case <-p.done:
+		return zero, ErrClosed
+	default:
+	}
+	select {
+	case p.slots <- struct{}{}:
+	case <-p.done:
+		return zero, ErrClosed
+	case <-ctx.Done():
+		return zero, context.Cause(ctx)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.release()
+		return zero, ErrClosed
+	}
+	if n := len(p.idle); n > 0 {
+		it := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		p.stats.InUse.Add(1)
+		return it, nil
+	}
+	p.mu.Unlock()
+	it, err := p.newItem(ctx)
+	if err != nil {
+		p.release()
+		return zero, err
+	}
+	p.stats.Created.Add(1)
+	p.stats.Live.Add(1)
+	p.stats.InUse.Add(1)
+	return it, nil
+}
+
+// Put returns an item obtained from Get. An unhealthy item — one whose call
+// trapped, timed out or that reached its call budget — is closed, never
+// handed out again.
+func (p *Pool[T]) Put(ctx context.Context, it T, healthy bool) {
+	p.stats.InUse.Add(-1)
+	p.mu.Lock()
+	if healthy && !p.closed {
+		p.idle = append(p.idle, it)
+		p.mu.Unlock()
+		p.release()
+		return
+	}
+	p.mu.Unlock()
+	if !healthy {
+		p.stats.Discarded.Add(1)
+	}
+	p.closeItem(ctx, it)
+	p.release()
+}
+
+// Adopt adds an item created outside the pool as an idle item. It reports
+// false, leaving the item to the caller, when the pool is full or closed.
+func (p *Pool[T]) Adopt(it T) bool {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		return false
+	}
+	defer p.release()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.idle = append(p.idle, it)
+	p.stats.Created.Add(1)
+	p.stats.Live.Add(1)
+	return true
+}
+
+// Warm creates items until n are idle (or the pool is full), so the first
+// calls do not pay for instantiation.
+func (p *Pool[T]) Warm(ctx context.Context, n int) error {
+	var got []T
+	defer func() {
+		for _, it := range got {
+			p.Put(ctx, it, true)
+		}
+	}()
+	for i := 0; i < n && i < p.Max(); i++ {
+		p.mu.Lock()
+		enough := len(p.idle) >= n
+		p.mu.Unlock()
+		if enough {
+			return nil
+		}
+		it, err := p.Get(ctx)
+		if err != nil {
+			return err
+		}
+		got = append(got, it)
+	}
+	return nil
+}
+
+// Close stops handing out items, closes the idle ones, and waits until
+// every item in use has been returned (and closed) or ctx is done. Calls in
+// flight finish normally.
+func (p *Pool[T]) Close(ctx context.Context) error {
+	p.mu.Lock()
+	already := p.closed
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, it := range idle {
+		p.closeItem(ctx, it)
+	}
+	if already {
+		return nil
+	}
+	close(p.done)
+	// Drain: take every slot; each is free only once its item is back.
+	for i := 0; i < cap(p.slots); i++ {
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+func (p *Pool[T]) closeItem(ctx context.Context, it T) {
+	_ = it.Close(ctx)
+	p.stats.Live.Add(-1)
+}
+
+func (p *Pool[T]) release() { <-p.slots }

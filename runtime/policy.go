@@ -1,0 +1,113 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/wasmprov/wasmprov/abi"
+)
+
+// Policy is what the host allows one provider. The zero value is the safe
+// default: no outbound hosts, no environment, default limits, and every
+// capability the module declares.
+//
+// The JSON/YAML form is the "<name>.yaml" file next to a provider in a
+// provider directory.
+type Policy struct {
+	// AllowedHosts lists the hosts http_do may reach ("api.hetzner.cloud",
+	// "*.example.com", "127.0.0.1:8080").
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
+	// AllowInsecureHTTP permits plain http:// (for simulators on loopback).
+	AllowInsecureHTTP bool `json:"allowInsecureHTTP,omitempty"`
+	// MaxHTTPResponseBytes caps an HTTP response body (default 16 MiB).
+	MaxHTTPResponseBytes int64 `json:"maxHTTPResponseBytes,omitempty"`
+	// AllowedEnv lists host environment variables config_var may fall back
+	// to (e.g. HZ_TOKEN).
+	AllowedEnv []string `json:"allowedEnv,omitempty"`
+	// Capabilities, when set, is the list of capabilities granted ("http",
+	// "config_var", ...); a declared capability not listed is refused. When
+	// nil, every declared capability is granted.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// MemoryLimitMiB caps each instance's linear memory (default 256).
+	MemoryLimitMiB uint32 `json:"memoryLimitMiB,omitempty"`
+	// PoolSize caps concurrent instances, hence concurrent calls (default 4).
+	PoolSize int `json:"poolSize,omitempty"`
+	// Prewarm is how many instances are created at load time (default 1;
+	// the first proves the module instantiates).
+	Prewarm int `json:"prewarm,omitempty"`
+	// CallTimeout bounds a call that has no earlier deadline (default 2m).
+	CallTimeout Duration `json:"callTimeout,omitempty"`
+	// MaxCallsPerInstance recycles an instance after that many calls, which
+	// bounds a guest's memory growth (default 10000; -1 never).
+	MaxCallsPerInstance int `json:"maxCallsPerInstance,omitempty"`
+	// SHA256 pins the module: loading fails unless the file's digest
+	// matches (hex).
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Policy defaults.
+const (
+	DefaultMemoryLimitMiB      = 256
+	DefaultPoolSize            = 4
+	DefaultCallTimeout         = 2 * time.Minute
+	DefaultMaxCallsPerInstance = 10000
+)
+
+func (p Policy) withDefaults() Policy {
+	if p.MemoryLimitMiB == 0 {
+		p.MemoryLimitMiB = DefaultMemoryLimitMiB
+	}
+	if p.PoolSize <= 0 {
+		p.PoolSize = DefaultPoolSize
+	}
+	if p.Prewarm <= 0 {
+		p.Prewarm = 1
+	}
+	if p.Prewarm > p.PoolSize {
+		p.Prewarm = p.PoolSize
+	}
+	if p.CallTimeout <= 0 {
+		p.CallTimeout = Duration(DefaultCallTimeout)
+	}
+	if p.MaxCallsPerInstance == 0 {
+		p.MaxCallsPerInstance = DefaultMaxCallsPerInstance
+	}
+	return p
+}
+
+// grant returns the capabilities granted to a module declaring declared.
+func (p Policy) grant(declared abi.Capability) (abi.Capability, error) {
+	if p.Capabilities == nil {
+		return declared, nil
+	}
+	var allowed abi.Capability
+	for _, name := range p.Capabilities {
+		c, ok := abi.ParseCapability(name)
+		if !ok {
+			return 0, fmt.Errorf("policy names unknown capability %q", name)
+		}
+		allowed |= c
+	}
+	return declared & allowed, nil
+}
+
+// Duration is a time.Duration that reads and writes as a string ("30s").
+type Duration time.Duration
+
+// MarshalJSON writes d as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Duration(d).String() + `"`), nil
+}
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return fmt.Errorf("duration must be a string like \"30s\", got %s", b)
+	}
+	v, err := time.ParseDuration(string(b[1 : len(b)-1]))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/wasmprov/wasmprov/abi"
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/runtime/internal/pool"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Provider is a provider module loaded by a Runtime. It implements
+// cloud.Provider, so it can stand wherever machine-controller expects a
+// provider; ContextProvider returns the context-aware view. A Provider is
+// safe for concurrent use: each call gets an instance of its own.
+type Provider struct {
+	name     string
+	rt       *Runtime
+	wr       wazero.Runtime
+	compiled wazero.CompiledModule
+	modCfg   wazero.ModuleConfig
+	env      *hostfuncs.Env
+	policy   Policy
+	digest   string
+	size     int
+	logger   *slog.Logger
+
+	declared, granted abi.Capability
+	pool              *pool.Pool[*guestInstance]
+	closeOnce         sync.Once
+	closeErr          error
+}
+
+var (
+	_ cloud.Provider        = (*Provider)(nil)
+	_ cloud.ContextProvider = contextual{}
+)
+
+// guestInstance is one instantiated module, used by one caller at a time.
+type guestInstance struct {
+	mod      api.Module
+	fns      [abi.MethodMigrateUID + 1]api.Function
+	stack    [1]uint64
+	calls    int
+	declared abi.Capability
+}
+
+func (i *guestInstance) Close(ctx context.Context) error { return i.mod.Close(ctx) }
+
+// Name is the provider's name.
+func (p *Provider) Name() string { return p.name }
+
+// SHA256 is the hex digest of the module the provider runs.
+func (p *Provider) SHA256() string { return p.digest }
+
+// Declared returns the capabilities the module declares; Granted those the
+// policy grants.
+func (p *Provider) Declared() abi.Capability { return p.declared }
+
+// Granted returns the capabilities the policy grants the module.
+func (p *Provider) Granted() abi.Capability { return p.granted }
+
+// Policy returns the provider's policy, with defaults filled in.
+func (p *Provider) Policy() Policy { return p.policy }
+
+// PoolStats reports the provider's instance pool: instances created, live,
+// in use, and discarded after a trap, timeout or panic.
+func (p *Provider) PoolStats() (created, live, inUse, discarded int64) {
+	s := p.pool.Stats()
+	return s.Created.Load(), s.Live.Load(), s.InUse.Load(), s.Discarded.Load()
+}
+
+// Close stops accepting calls, waits for calls in flight to finish (or ctx
+// to end), and releases the instances, the compiled module and its memory.
+func (p *Provider) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		p.closeErr = p.pool.Close(ctx)
+		if err := p.wr.Close(context.WithoutCancel(ctx)); err != nil && p.closeErr == nil {
+			p.closeErr = err
+		}
+		p.rt.untrack(p)
+	})
+	return p.closeErr
+}
+
+// ContextProvider returns p as a cloud.ContextProvider: the same provider
+// with a context on every method. Cancelling the context or passing its
+// deadline stops the guest mid-call.
+func (p *Provider) ContextProvider() cloud.ContextProvider { return contextual{p} }
+
+// The cloud.Provider methods run with context.Background and the policy's
+// call timeout.
+
+// AddDefaults implements cloud.Provider.
+func (p *Provider) AddDefaults(spec clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
+	return contextual{p}.AddDefaults(context.Background(), spec)
+}
+
+// Validate implements cloud.Provider.
+func (p *Provider) Validate(spec clusterv1alpha1.MachineSpec) error {
+	return contextual{p}.Validate(context.Background(), spec)
+}
+
+// Get implements cloud.Provider.
+func (p *Provider) Get(machine *clusterv1alpha1.Machine) (instance.Instance, error) {
+	return contextual{p}.Get(context.Background(), machine)
+}
+
+// GetCloudConfig implements cloud.Provider.
+func (p *Provider) GetCloudConfig(spec clusterv1alpha1.MachineSpec) (string, string, error) {
+	return contextual{p}.GetCloudConfig(context.Background(), spec)
+}
+
+// Create implements cloud.Provider.
+func (p *Provider) Create(machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData, userdata string) (instance.Instance, error) {
+	return contextual{p}.Create(context.Background(), machine, data, userdata)
+}
+
+// Delete implements cloud.Provider.
+func (p *Provider) Delete(machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
+	return contextual{p}.Delete(context.Background(), machine, data)
+}
+
+// MachineMetricsLabels implements cloud.Provider.
+func (p *Provider) MachineMetricsLabels(machine *clusterv1alpha1.Machine) (map[string]string, error) {
+	return contextual{p}.MachineMetricsLabels(context.Background(), machine)
+}
+
+// MigrateUID implements cloud.Provider.
+func (p *Provider) MigrateUID(machine *clusterv1alpha1.Machine, newUID types.UID) error {
+	return contextual{p}.MigrateUID(context.Background(), machine, newUID)
+}
+
+// contextual is the cloud.ContextProvider view of a Provider.
+type contextual struct{ p *Provider }
+
+func (c contextual) newCall(ctx context.Context, m abi.Method) *hostfuncs.Call {
+	return hostfuncs.NewCall(ctx, c.p.env, m, c.p.granted)
+}
+
+func (c contextual) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
+	call := c.newCall(ctx, abi.MethodAddDefaults)
+	call.Spec = &spec
+	if err := c.p.invoke(ctx, call); err != nil {
+		return spec, err
+	}
+	if len(call.Output) == 0 {
+		return spec, nil
+	}
+	var out clusterv1alpha1.MachineSpec
+	if err := json.Unmarshal(call.Output, &out); err != nil {
+		return spec, c.p.badResult(abi.MethodAddDefaults, "decoding MachineSpec: %v", err)
+	}
+	return out, nil
+}
+
+func (c contextual) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec) error {
+	call := c.newCall(ctx, abi.MethodValidate)
+	call.Spec = &spec
+	return c.p.invoke(ctx, call)
+}
+
+func (c contextual) Get(ctx context.Context, machine *clusterv1alpha1.Machine) (instance.Instance, error) {
+	call := c.newCall(ctx, abi.MethodGet)
+	call.Machine = machine
+	if err := c.p.invoke(ctx, call); err != nil {
+		return nil, err
+	}
+	return c.p.decodeInstance(abi.MethodGet, call.Output)
+}
+
+func (c contextual) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec) (string, string, error) {
+	call := c.newCall(ctx, abi.MethodGetCloudConfig)
+	call.Spec = &spec
+	if err := c.p.invoke(ctx, call); err != nil {
+		return "", "", err
+	}
+	if len(call.Output) == 0 {
+		return "", "", nil
+	}
+	var cc abi.CloudConfig
+	if err := json.Unmarshal(call.Output, &cc); err != nil {
+		return "", "", c.p.badResult(abi.MethodGetCloudConfig, "decoding cloud config: %v", err)
+	}
+	return cc.Config, cc.Name, nil
+}
+
+func (c contextual) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData, userdata string) (instance.Instance, error) {
+	call := c.newCall(ctx, abi.MethodCreate)
+	call.Machine, call.Data, call.Userdata = machine, data, userdata
+	if err := c.p.invoke(ctx, call); err != nil {
+		return nil, err
+	}
+	return c.p.decodeInstance(abi.MethodCreate, call.Output)
+}
+
+func (c contextual) Delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
+	call := c.newCall(ctx, abi.MethodDelete)
+	call.Machine, call.Data = machine, data
+	return c.p.invoke(ctx, call)
+}
+
+func (c contextual) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine) (map[string]string, error) {
+	call := c.newCall(ctx, abi.MethodMachineMetricsLabels)
+	call.Machine = machine
+	if err := c.p.invoke(ctx, call); err != nil {
+		return nil, err
+	}
+	labels := map[string]string{}
+	if len(call.Output) > 0 {
+		if err := json.Unmarshal(call.Output, &labels); err != nil {
+			return nil, c.p.badResult(abi.MethodMachineMetricsLabels, "decoding labels: %v", err)
+		}
+	}
+	return labels, nil
+}
+
+func (c contextual) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID) error {
+	call := c.newCall(ctx, abi.MethodMigrateUID)
+	call.Machine, call.NewUID = machine, newUID
+	return c.p.invoke(ctx, call)
+}
+
+func (p *Provider) decodeInstance(m abi.Method, out []byte) (instance.Instance, error) {
+	var wire abi.Instance
+	if err := json.Unmarshal(out, &wire); err != nil {
+		return nil, p.badResult(m, "decoding instance: %v", err)
+	}
+	inst := &instance.Static{
+		InstanceName:       wire.Name,
+		InstanceID:         wire.ID,
+		InstanceProviderID: wire.ProviderID,
+		InstanceStatus:     instance.Status(wire.Status),
+	}
+	switch inst.InstanceStatus {
+	case instance.StatusRunning, instance.StatusDeleting, instance.StatusDeleted, instance.StatusCreating, instance.StatusUnknown:
+	default:
+		return nil, p.badResult(m, "unknown instance status %q", wire.Status)
+	}
+	if len(wire.Addresses) > 0 {
+		inst.InstanceAddresses = make(map[string]corev1.NodeAddressType, len(wire.Addresses))
+		for addr, t := range wire.Addresses {
+			inst.InstanceAddresses[addr] = corev1.NodeAddressType(t)
+		}
+	}
+	return inst, nil
+}
+
+func (p *Provider) badResult(m abi.Method, format string, args ...any) error {
+	return &CallError{Provider: p.name, Method: m, Class: ClassBadResult,
+		Err: fmt.Errorf("%w: %s", ErrBadResult, fmt.Sprintf(format, args...))}
+}

@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Runtime loads providers. It owns the compilation cache shared by all of
+// them, so loading the same module twice (a reload, a second provider name)
+// compiles once. A Runtime is safe for concurrent use.
+type Runtime struct {
+	cfg   config
+	cache wazero.CompilationCache
+
+	mu        sync.Mutex
+	providers map[*Provider]struct{}
+}
+
+type config struct {
+	logger        *slog.Logger
+	cacheDir      string
+	kube          kubernetes.Interface
+	defaultPolicy Policy
+	interruptible bool
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithLogger sets the logger for host diagnostics and guest logs (default
+// slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithCompilationCacheDir keeps compiled modules in dir, so a new process
+// loads a known module in milliseconds instead of recompiling it. The cache
+// is keyed by module content, wazero version and architecture; dir may be
+// shared between processes.
+func WithCompilationCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
+
+// WithKubernetesClient lets config_var read the Secrets and ConfigMaps that
+// Machines reference.
+func WithKubernetesClient(k kubernetes.Interface) Option { return func(c *config) { c.kube = k } }
+
+// WithDefaultPolicy sets the policy of providers loaded without one.
+func WithDefaultPolicy(p Policy) Option { return func(c *config) { c.defaultPolicy = p } }
+
+// WithInterruptibleGuests controls whether guests are compiled so that a
+// cancelled context or passed deadline stops a running call (default true).
+// Turning it off makes calls cheaper but leaves a guest that loops forever
+// running forever: only for trusted, benchmarked providers.
+func WithInterruptibleGuests(on bool) Option { return func(c *config) { c.interruptible = on } }
+
+// New returns a Runtime.
+func New(ctx context.Context, opts ...Option) (*Runtime, error) {
+	cfg := config{logger: slog.Default(), interruptible: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	r := &Runtime{cfg: cfg, providers: map[*Provider]struct{}{}}
+	if cfg.cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", cfg.cacheDir, err)
+		}
+		r.cache = cache
+	} else {
+		r.cache = wazero.NewCompilationCache()
+	}
+	return r, nil
+}
+
+// Close closes every provider loaded by r (waiting for calls in flight) and
+// the compilation cache.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	ps := make([]*Provider, 0, len(r.providers))
+	for p := range r.providers {
+		ps = append(ps, p)
+	}
+	r.mu.Unlock()
+	var first error
+	for _, p := range ps {
+		if err := p.Close(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := r.cache.Close(ctx); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+func (r *Runtime) track(p *Provider) {
+	r.mu.Lock()
+	r.providers[p] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *Runtime) untrack(p *Provider) {
+	r.mu.Lock()
+	delete(r.providers, p)
+	r.mu.Unlock()
+}
