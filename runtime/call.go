@@ -12,11 +12,20 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 )
 
 // invoke runs one method call on a pooled instance and turns the guest's
 // status into an error with machine-controller's semantics.
-func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) error {
+func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) (err error) {
+	if o := p.rt.cfg.observer; o != nil {
+		start := time.Now()
+		defer func() { o(p.name, call.Method, time.Since(start), err) }()
+	}
+	return p.invokeInstance(ctx, call)
+}
+
+func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) error {
 	m := call.Method
 	if err := checkProviderSpec(call); err != nil {
 		return &CallError{Provider: p.name, Method: m, Class: ClassTerminal, Err: err}
@@ -29,6 +38,9 @@ func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) error {
 	hostfuncs.SetContext(call, ctx)
 	inst, err := p.pool.Get(ctx)
 	if err != nil {
+		if errors.Is(err, pool.ErrClosed) {
+			return &CallError{Provider: p.name, Method: m, Class: ClassTransient, Err: ErrProviderClosed}
+		}
 		return p.contextError(m, err)
 	}
 	callErr := inst.fns[m].CallWithStack(hostfuncs.WithCall(ctx, call), inst.stack[:])

@@ -24,6 +24,10 @@ var (
 	// instance was discarded. The error also matches
 	// context.DeadlineExceeded.
 	ErrTimeout = errors.New("guest call timed out")
+	// ErrProviderClosed: the provider was closed (unloaded or replaced by a
+	// reload) before the call got an instance. Nothing ran; a caller holding
+	// a stale *Provider may retry on the current one.
+	ErrProviderClosed = errors.New("provider is closed")
 	// ErrInvalidModule: a module failed load-time validation.
 	ErrInvalidModule = errors.New("invalid provider module")
 )

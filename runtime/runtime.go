@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/wasmprov/wasmprov/abi"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -27,7 +29,16 @@ type config struct {
 	kube          kubernetes.Interface
 	defaultPolicy Policy
 	interruptible bool
+	observer      CallObserver
 }
+
+// CallObserver is told about every finished call: provider, method,
+// duration and error (nil on success; classify it with ErrorClass). It runs
+// on the caller's goroutine, so it must be fast and safe for concurrent use.
+type CallObserver func(provider string, method abi.Method, d time.Duration, err error)
+
+// WithCallObserver installs o, e.g. a metrics collector.
+func WithCallObserver(o CallObserver) Option { return func(c *config) { c.observer = o } }
 
 // Option configures New.
 type Option func(*config)

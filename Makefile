@@ -1,0 +1,54 @@
+# wasmprov — see README.md. Every target installs or builds what it needs.
+SHELL := /bin/bash
+GO ?= go
+BUILD := build
+GUEST_GOFLAGS := -buildmode=c-shared -trimpath
+# Guests compiled from Go sources in this repository.
+GO_GUESTS := examples/fake examples/hostcalls
+GUEST_WASM := $(foreach g,$(GO_GUESTS),$(BUILD)/guests/$(notdir $(g)).wasm)
+export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
+
+.PHONY: all guests demo test test-short vet fmt-check bench cli tools fixtures clean
+
+all: cli guests
+
+## guests: build every example provider to build/guests/NAME.wasm
+guests: $(GUEST_WASM)
+
+$(BUILD)/guests/%.wasm: FORCE
+	@mkdir -p $(dir $@)
+	@src=$$(for g in $(GO_GUESTS); do [ "$$(basename $$g)" = "$*" ] && echo $$g; done); \
+	  echo "building guest $$src -> $@"; \
+	  cd $$src && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build $(GUEST_GOFLAGS) -o $(CURDIR)/$@ .
+
+FORCE:
+
+## cli: build the wasmprov command to build/wasmprov
+cli:
+	@mkdir -p $(BUILD)
+	$(GO) build -o $(BUILD)/wasmprov ./cmd/wasmprov
+
+## demo: drive a provider through its whole lifecycle (no cluster, no cloud)
+demo: cli guests
+	$(BUILD)/wasmprov demo --provider $(BUILD)/guests/fake.wasm
+
+## test: vet, format check and the whole test suite with the race detector
+test: fmt-check vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-short:
+	$(GO) test -count=1 -short ./...
+
+vet:
+	$(GO) vet ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./abi/... ./guests/... ./examples/...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## bench: run the benchmarks (see docs/BENCHMARKS.md)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runtime/ | tee $(BUILD)/bench.txt
+
+clean:
+	rm -rf $(BUILD)
