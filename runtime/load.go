@@ -140,6 +140,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 			AllowedHosts:     policy.AllowedHosts,
 			AllowInsecure:    policy.AllowInsecureHTTP,
 			MaxResponseBytes: policy.MaxHTTPResponseBytes,
+			Client:           r.cfg.httpClient,
 		},
 		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type config struct {
 	defaultPolicy Policy
 	interruptible bool
 	observer      CallObserver
+	httpClient    *http.Client
 }
 
 // CallObserver is told about every finished call: provider, method,
