@@ -1,0 +1,438 @@
+// Package hzrest is a small Hetzner Cloud API client on encoding/json and
+// net/http, implementing hzprovider.API. Inside a wasmprov guest its
+// requests go through the host (hosthttp.Client), where the host's policy
+// decides which hosts are reachable.
+package hzrest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/wasmprov/wasmprov/examples/hetzner/hzprovider"
+)
+
+// Client is an hzprovider.API over HTTP.
+type Client struct {
+	Endpoint string
+	Token    string
+	HTTP     *http.Client
+	// PollInterval is the pause between two polls of an action.
+	PollInterval time.Duration
+}
+
+var _ hzprovider.API = (*Client)(nil)
+
+// New returns an hzprovider.NewAPI using httpClient.
+func New(httpClient func() *http.Client) hzprovider.NewAPI {
+	return func(endpoint, token string) hzprovider.API {
+		return &Client{Endpoint: endpoint, Token: token, HTTP: httpClient(), PollInterval: 100 * time.Millisecond}
+	}
+}
+
+type errorBody struct {
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// do sends a request and decodes a 2xx answer into out (when not nil).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Endpoint+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("User-Agent", "wasmprov-hetzner/1")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: reading answer: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		ae := &hzprovider.APIError{Status: resp.StatusCode, RetryAfter: retryAfter(resp)}
+		var eb errorBody
+		if json.Unmarshal(b, &eb) == nil && eb.Error != nil {
+			ae.Code, ae.Message = eb.Error.Code, eb.Error.Message
+		} else {
+			ae.Message = fmt.Sprintf("%s %s: answer is not an error object: %.100q", method, path, b)
+		}
+		return ae
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: decoding answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// retryAfter reads Retry-After, or for a 429 the time until one request of
+// the budget refills, from the RateLimit-* headers.
+func retryAfter(resp *http.Response) time.Duration {
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		return 0
+	}
+	limit, err1 := strconv.Atoi(resp.Header.Get("RateLimit-Limit"))
+	reset, err2 := strconv.ParseInt(resp.Header.Get("RateLimit-Reset"), 10, 64)
+	remaining, _ := strconv.Atoi(resp.Header.Get("RateLimit-Remaining"))
+	if err1 != nil || err2 != nil || limit <= remaining {
+		return 0
+	}
+	untilFull := time.Until(time.Unix(reset, 0))
+	if untilFull <= 0 {
+		return time.Second
+	}
+	d := untilFull / time.Duration(limit-remaining)
+	return max(d, time.Second)
+}
+
+type pagination struct {
+	Meta struct {
+		Pagination struct {
+			NextPage *int `json:"next_page"`
+		} `json:"pagination"`
+	} `json:"meta"`
+}
+
+// list fetches every page of a collection; page decodes one answer and
+// returns its next page (0 when it is the last).
+func (c *Client) list(ctx context.Context, path string, q url.Values, page func([]byte) error) error {
+	if q == nil {
+		q = url.Values{}
+	}
+	q.Set("per_page", "50")
+	for p := 1; p != 0; {
+		q.Set("page", strconv.Itoa(p))
+		var raw json.RawMessage
+		if err := c.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, &raw); err != nil {
+			return err
+		}
+		if err := page(raw); err != nil {
+			return fmt.Errorf("GET %s: decoding answer: %w", path, err)
+		}
+		var pg pagination
+		if err := json.Unmarshal(raw, &pg); err != nil {
+			return fmt.Errorf("GET %s: decoding pagination: %w", path, err)
+		}
+		p = 0
+		if n := pg.Meta.Pagination.NextPage; n != nil {
+			p = *n
+		}
+	}
+	return nil
+}
+
+type namedList struct {
+	Locations []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	} `json:"locations"`
+	Datacenters []struct {
+		ID       int64  `json:"id"`
+		Name     string `json:"name"`
+		Location struct {
+			Name string `json:"name"`
+		} `json:"location"`
+	} `json:"datacenters"`
+	ServerTypes []struct {
+		ID           int64  `json:"id"`
+		Name         string `json:"name"`
+		Architecture string `json:"architecture"`
+	} `json:"server_types"`
+	Images []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	} `json:"images"`
+}
+
+func (c *Client) byName(ctx context.Context, path, name string, extra url.Values) (*namedList, error) {
+	q := url.Values{"name": {name}}
+	for k, v := range extra {
+		q[k] = v
+	}
+	var l namedList
+	if err := c.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// Location implements hzprovider.API.
+func (c *Client) Location(ctx context.Context, name string) (*hzprovider.Location, error) {
+	l, err := c.byName(ctx, "/locations", name, nil)
+	if err != nil || len(l.Locations) == 0 {
+		return nil, err
+	}
+	return &hzprovider.Location{ID: l.Locations[0].ID, Name: l.Locations[0].Name}, nil
+}
+
+// Datacenter implements hzprovider.API.
+func (c *Client) Datacenter(ctx context.Context, name string) (*hzprovider.Datacenter, error) {
+	l, err := c.byName(ctx, "/datacenters", name, nil)
+	if err != nil || len(l.Datacenters) == 0 {
+		return nil, err
+	}
+	d := l.Datacenters[0]
+	return &hzprovider.Datacenter{ID: d.ID, Name: d.Name, Location: d.Location.Name}, nil
+}
+
+// ServerType implements hzprovider.API.
+func (c *Client) ServerType(ctx context.Context, name string) (*hzprovider.ServerType, error) {
+	l, err := c.byName(ctx, "/server_types", name, nil)
+	if err != nil || len(l.ServerTypes) == 0 {
+		return nil, err
+	}
+	t := l.ServerTypes[0]
+	return &hzprovider.ServerType{ID: t.ID, Name: t.Name, Architecture: t.Architecture}, nil
+}
+
+// Image implements hzprovider.API.
+func (c *Client) Image(ctx context.Context, idOrName, arch string) (*hzprovider.Image, error) {
+	if id, err := strconv.ParseInt(idOrName, 10, 64); err == nil {
+		var one struct {
+			Image struct {
+				ID   int64  `json:"id"`
+				Name string `json:"name"`
+			} `json:"image"`
+		}
+		if err := c.do(ctx, http.MethodGet, "/images/"+strconv.FormatInt(id, 10), nil, &one); err != nil {
+			if hzprovider.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		return &hzprovider.Image{ID: one.Image.ID, Name: one.Image.Name}, nil
+	}
+	l, err := c.byName(ctx, "/images", idOrName, url.Values{"architecture": {arch}, "include_deprecated": {"true"}})
+	if err != nil || len(l.Images) == 0 {
+		return nil, err
+	}
+	return &hzprovider.Image{ID: l.Images[0].ID, Name: l.Images[0].Name}, nil
+}
+
+// CreateSSHKey implements hzprovider.API.
+func (c *Client) CreateSSHKey(ctx context.Context, name, pub string, labels map[string]string) (int64, error) {
+	var out struct {
+		SSHKey struct {
+			ID int64 `json:"id"`
+		} `json:"ssh_key"`
+	}
+	err := c.do(ctx, http.MethodPost, "/ssh_keys", map[string]any{"name": name, "public_key": pub, "labels": labels}, &out)
+	return out.SSHKey.ID, err
+}
+
+// DeleteSSHKey implements hzprovider.API.
+func (c *Client) DeleteSSHKey(ctx context.Context, id int64) error {
+	return c.do(ctx, http.MethodDelete, "/ssh_keys/"+strconv.FormatInt(id, 10), nil, nil)
+}
+
+// SSHKeys implements hzprovider.API.
+func (c *Client) SSHKeys(ctx context.Context, selector string) ([]int64, error) {
+	var ids []int64
+	err := c.list(ctx, "/ssh_keys", url.Values{"label_selector": {selector}}, func(b []byte) error {
+		var page struct {
+			SSHKeys []struct {
+				ID int64 `json:"id"`
+			} `json:"ssh_keys"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			return err
+		}
+		for _, k := range page.SSHKeys {
+			ids = append(ids, k.ID)
+		}
+		return nil
+	})
+	return ids, err
+}
+
+type server struct {
+	ID        int64             `json:"id"`
+	Name      string            `json:"name"`
+	Status    string            `json:"status"`
+	Labels    map[string]string `json:"labels"`
+	PublicNet struct {
+		IPv4 *struct {
+			IP string `json:"ip"`
+		} `json:"ipv4"`
+		IPv6 *struct {
+			IP string `json:"ip"`
+		} `json:"ipv6"`
+	} `json:"public_net"`
+	PrivateNet []struct {
+		IP string `json:"ip"`
+	} `json:"private_net"`
+	Volumes    []int64 `json:"volumes"`
+	Datacenter struct {
+		Name     string `json:"name"`
+		Location struct {
+			Name string `json:"name"`
+		} `json:"location"`
+	} `json:"datacenter"`
+}
+
+func (s *server) convert() *hzprovider.Server {
+	out := &hzprovider.Server{ID: s.ID, Name: s.Name, Status: s.Status, Labels: s.Labels, Volumes: s.Volumes,
+		Datacenter: s.Datacenter.Name, Location: s.Datacenter.Location.Name}
+	if s.PublicNet.IPv4 != nil {
+		out.PublicIPv4 = s.PublicNet.IPv4.IP
+	}
+	if s.PublicNet.IPv6 != nil {
+		out.PublicIPv6 = s.PublicNet.IPv6.IP
+	}
+	for _, p := range s.PrivateNet {
+		out.PrivateIPs = append(out.PrivateIPs, p.IP)
+	}
+	return out
+}
+
+func (c *Client) servers(ctx context.Context, q url.Values) ([]*hzprovider.Server, error) {
+	var out []*hzprovider.Server
+	err := c.list(ctx, "/servers", q, func(b []byte) error {
+		var page struct {
+			Servers []server `json:"servers"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			return err
+		}
+		for i := range page.Servers {
+			out = append(out, page.Servers[i].convert())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Servers implements hzprovider.API.
+func (c *Client) Servers(ctx context.Context, selector string) ([]*hzprovider.Server, error) {
+	return c.servers(ctx, url.Values{"label_selector": {selector}})
+}
+
+// ServerByName implements hzprovider.API.
+func (c *Client) ServerByName(ctx context.Context, name string) (*hzprovider.Server, error) {
+	l, err := c.servers(ctx, url.Values{"name": {name}})
+	if err != nil || len(l) == 0 {
+		return nil, err
+	}
+	return l[0], nil
+}
+
+// Server implements hzprovider.API.
+func (c *Client) Server(ctx context.Context, id int64) (*hzprovider.Server, error) {
+	var out struct {
+		Server server `json:"server"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/servers/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
+		if hzprovider.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return out.Server.convert(), nil
+}
+
+// CreateServer implements hzprovider.API.
+func (c *Client) CreateServer(ctx context.Context, o hzprovider.CreateServerOpts) (*hzprovider.Server, error) {
+	req := map[string]any{
+		"name": o.Name, "server_type": o.ServerType, "image": strconv.FormatInt(o.Image, 10),
+		"ssh_keys": o.SSHKeys, "user_data": o.UserData, "labels": o.Labels, "start_after_create": true,
+		"public_net": map[string]bool{"enable_ipv4": o.EnableIPv4, "enable_ipv6": o.EnableIPv6},
+	}
+	if o.Location != "" {
+		req["location"] = o.Location
+	}
+	if o.Datacenter != "" {
+		req["datacenter"] = o.Datacenter
+	}
+	var out struct {
+		Server server `json:"server"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/servers", req, &out); err != nil {
+		return nil, err
+	}
+	if out.Server.ID == 0 {
+		return nil, fmt.Errorf("POST /servers: answer has no server")
+	}
+	return out.Server.convert(), nil
+}
+
+// SetServerLabels implements hzprovider.API.
+func (c *Client) SetServerLabels(ctx context.Context, id int64, labels map[string]string) error {
+	return c.do(ctx, http.MethodPut, "/servers/"+strconv.FormatInt(id, 10), map[string]any{"labels": labels}, nil)
+}
+
+type actionAnswer struct {
+	Action struct {
+		ID     int64  `json:"id"`
+		Status string `json:"status"`
+		Error  *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	} `json:"action"`
+}
+
+// DeleteServer implements hzprovider.API.
+func (c *Client) DeleteServer(ctx context.Context, id int64) (int64, error) {
+	var out actionAnswer
+	err := c.do(ctx, http.MethodDelete, "/servers/"+strconv.FormatInt(id, 10), nil, &out)
+	return out.Action.ID, err
+}
+
+// DetachVolume implements hzprovider.API.
+func (c *Client) DetachVolume(ctx context.Context, id int64) (int64, error) {
+	var out actionAnswer
+	err := c.do(ctx, http.MethodPost, "/volumes/"+strconv.FormatInt(id, 10)+"/actions/detach", struct{}{}, &out)
+	return out.Action.ID, err
+}
+
+// WaitForAction implements hzprovider.API.
+func (c *Client) WaitForAction(ctx context.Context, id int64) error {
+	for {
+		var out actionAnswer
+		if err := c.do(ctx, http.MethodGet, "/actions/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
+			return err
+		}
+		switch out.Action.Status {
+		case "success":
+			return nil
+		case "error":
+			if e := out.Action.Error; e != nil {
+				return fmt.Errorf("action %d failed: %s: %s", id, e.Code, e.Message)
+			}
+			return fmt.Errorf("action %d failed", id)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for action %d: %w", id, ctx.Err())
+		case <-time.After(c.PollInterval):
+		}
+	}
+}
