@@ -1,0 +1,454 @@
+// Package conformance checks a wasmprov provider module against the
+// contract machine-controller relies on. The same suite runs from the
+// command line (`wasmprov conformance PROVIDER.wasm`) and from a provider's
+// own `go test` (RunT).
+//
+// Every check has an ID, a one-line title and a documented reason (see
+// Checks and RATIONALE.md). A run yields a Report that prints as human text,
+// JUnit XML or JSON.
+//
+// Checks that need a cloud talk to it through the host's http_do, so they
+// run against a live simulator (Config.CloudURL), a cassette replayed
+// offline (Config.Cassette), or record a cassette from a simulator
+// (Config.Record). The provider finds the cloud through its provider spec:
+// "${CLOUD_URL}" in Config.ProviderSpec is replaced by the URL to use.
+//
+// Providers that keep no state, like machine-controller's fake provider
+// whose Get always finds an instance, declare ProfileStateless: checks that
+// need a provider to remember what it created are then skipped, and say so.
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wasmprov/wasmprov/cassette"
+	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/runtime"
+)
+
+// Profile says what a provider can be expected to do.
+type Profile string
+
+const (
+	// ProfileStateful is a provider backed by a cloud: what Create makes,
+	// Get finds and Delete removes. The default.
+	ProfileStateful Profile = "stateful"
+	// ProfileStateless is a provider that remembers nothing, such as
+	// machine-controller's fake provider: Get finds an instance for every
+	// Machine. Checks that need state are skipped.
+	ProfileStateless Profile = "stateless"
+)
+
+// CanonicalCloudURL is the cloud URL a provider is configured with when the
+// suite replays or records a cassette: requests to it are answered from the
+// cassette, or forwarded to Config.CloudURL while recording. Using one fixed
+// URL keeps cassettes independent of the port a simulator listened on.
+const CanonicalCloudURL = "http://cloud.wasmprov.test"
+
+// Config describes a conformance run.
+type Config struct {
+	// Module is the path of the provider module; or set Wasm.
+	Module string
+	// Wasm is the module's bytes, when Module is empty.
+	Wasm []byte
+	// Name names the provider in the report (default: Module's base name).
+	Name string
+
+	// ProviderSpec is spec.providerSpec.value of a Machine the provider
+	// accepts, e.g. {"cloudProvider":"fake","cloudProviderSpec":{"passValidation":true}}.
+	// Every occurrence of ${CLOUD_URL} is replaced by the cloud URL in use.
+	ProviderSpec json.RawMessage
+	// Profile is ProfileStateful unless set.
+	Profile Profile
+	// Policy is the host policy the provider runs under. The cloud URL's
+	// host is added to AllowedHosts (and plain http allowed for it).
+	Policy runtime.Policy
+
+	// CloudURL is a live cloud or simulator. Without Cassette, requests go
+	// there directly.
+	CloudURL string
+	// Cassette is a cassette file: replayed offline, or written when Record
+	// is set (which needs CloudURL).
+	Cassette string
+	// Record records the run's HTTP traffic into Cassette.
+	Record bool
+	// Redact names the secrets to keep out of a recorded cassette (headers
+	// such as Authorization are redacted by default). Replay uses the same
+	// redaction to match requests.
+	Redact cassette.Redaction
+
+	// Checks selects checks by ID or ID prefix ("validate."); empty runs
+	// every check.
+	Checks []string
+	// Seed seeds the fuzzed Machines (default 1): a run is reproducible.
+	Seed uint64
+	// FuzzMachines is how many fuzzed Machines robustness.no-panics sends
+	// through every method (default 24).
+	FuzzMachines int
+	// Concurrency is how many Machines concurrency.independent drives at
+	// once (default 4).
+	Concurrency int
+	// CallTimeout bounds each provider call (default 30s).
+	CallTimeout time.Duration
+
+	// CompilationCacheDir keeps compiled modules across runs.
+	CompilationCacheDir string
+	// Logger receives the host's and the guest's log records (default:
+	// discarded).
+	Logger *slog.Logger
+}
+
+// Status is the outcome of a check.
+type Status string
+
+// Outcomes.
+const (
+	Pass Status = "pass"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// Result is the outcome of one check.
+type Result struct {
+	ID       string        `json:"id"`
+	Title    string        `json:"title"`
+	Status   Status        `json:"status"`
+	Message  string        `json:"message,omitempty"`
+	Why      string        `json:"why,omitempty"`
+	Notes    []string      `json:"notes,omitempty"`
+	Duration time.Duration `json:"durationNs"`
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Provider     string        `json:"provider"`
+	SHA256       string        `json:"sha256,omitempty"`
+	Profile      Profile       `json:"profile"`
+	Cloud        string        `json:"cloud"`
+	Capabilities []string      `json:"capabilities"`
+	Results      []Result      `json:"results"`
+	Duration     time.Duration `json:"durationNs"`
+}
+
+// Passed reports whether no check failed.
+func (r *Report) Passed() bool {
+	for _, res := range r.Results {
+		if res.Status == Fail {
+			return false
+		}
+	}
+	return true
+}
+
+// Counts returns how many checks passed, failed and were skipped.
+func (r *Report) Counts() (pass, fail, skip int) {
+	for _, res := range r.Results {
+		switch res.Status {
+		case Pass:
+			pass++
+		case Fail:
+			fail++
+		case Skip:
+			skip++
+		}
+	}
+	return
+}
+
+// Result returns the result of check id, or nil.
+func (r *Report) Result(id string) *Result {
+	for i := range r.Results {
+		if r.Results[i].ID == id {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// Failed lists the IDs of failed checks.
+func (r *Report) Failed() []string {
+	var ids []string
+	for _, res := range r.Results {
+		if res.Status == Fail {
+			ids = append(ids, res.ID)
+		}
+	}
+	return ids
+}
+
+// env is what checks work with.
+type env struct {
+	cfg      Config
+	wasm     []byte
+	spec     json.RawMessage
+	prov     *runtime.Provider
+	p        cloud.ContextProvider
+	replay   *cassette.Replayer
+	denied   *deniedLog
+	loadErr  error
+	stateful bool
+}
+
+// Run runs the suite. The error reports a run that could not start (an
+// unreadable module or cassette); a provider that fails checks yields a
+// Report whose Passed is false.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	start := time.Now()
+	if cfg.Profile == "" {
+		cfg.Profile = ProfileStateful
+	}
+	if cfg.Profile != ProfileStateful && cfg.Profile != ProfileStateless {
+		return nil, fmt.Errorf("unknown profile %q (want %q or %q)", cfg.Profile, ProfileStateful, ProfileStateless)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.FuzzMachines <= 0 {
+		cfg.FuzzMachines = 24
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	wasm := cfg.Wasm
+	if cfg.Module != "" {
+		b, err := os.ReadFile(cfg.Module)
+		if err != nil {
+			return nil, err
+		}
+		wasm = b
+		if cfg.Name == "" {
+			cfg.Name = strings.TrimSuffix(filepath.Base(cfg.Module), ".wasm")
+		}
+	}
+	if len(wasm) == 0 {
+		return nil, fmt.Errorf("no module: set Config.Module or Config.Wasm")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "provider"
+	}
+	if len(cfg.ProviderSpec) == 0 {
+		return nil, fmt.Errorf("no provider spec: set Config.ProviderSpec to the providerSpec.value of a Machine the provider accepts")
+	}
+	if cfg.Record && (cfg.Cassette == "" || cfg.CloudURL == "") {
+		return nil, fmt.Errorf("recording needs both a cassette file and a cloud URL")
+	}
+
+	e := &env{cfg: cfg, wasm: wasm, denied: &deniedLog{}, stateful: cfg.Profile == ProfileStateful}
+	rep := &Report{Provider: cfg.Name, Profile: cfg.Profile}
+
+	// Where the cloud is, and how requests get there.
+	cloudURL := ""
+	var client *http.Client
+	var recorder *cassette.Recorder
+	switch {
+	case cfg.Cassette != "" && cfg.Record:
+		target, err := url.Parse(cfg.CloudURL)
+		if err != nil {
+			return nil, fmt.Errorf("cloud URL: %w", err)
+		}
+		canonical, _ := url.Parse(CanonicalCloudURL)
+		recorder = &cassette.Recorder{Target: target, Canonical: canonical, Redact: cfg.Redact}
+		client = &http.Client{Transport: recorder}
+		cloudURL = CanonicalCloudURL
+		rep.Cloud = "recording " + cfg.CloudURL + " into " + cfg.Cassette
+	case cfg.Cassette != "":
+		c, err := cassette.Load(cfg.Cassette)
+		if err != nil {
+			return nil, err
+		}
+		e.replay = cassette.NewReplayer(c, cfg.Redact)
+		client = &http.Client{Transport: e.replay}
+		cloudURL = CanonicalCloudURL
+		rep.Cloud = "replaying " + cfg.Cassette
+	case cfg.CloudURL != "":
+		cloudURL = cfg.CloudURL
+		rep.Cloud = cfg.CloudURL
+	default:
+		rep.Cloud = "none"
+	}
+	e.spec = json.RawMessage(strings.ReplaceAll(string(cfg.ProviderSpec), "${CLOUD_URL}", cloudURL))
+	if !json.Valid(e.spec) {
+		return nil, fmt.Errorf("provider spec is not valid JSON (after substituting ${CLOUD_URL}): %s", e.spec)
+	}
+	policy := cfg.Policy
+	if cloudURL != "" {
+		u, err := url.Parse(cloudURL)
+		if err != nil {
+			return nil, fmt.Errorf("cloud URL: %w", err)
+		}
+		policy.AllowedHosts = append(slices.Clone(policy.AllowedHosts), u.Host)
+		if u.Scheme == "http" {
+			policy.AllowInsecureHTTP = true
+		}
+	}
+	if policy.PoolSize < cfg.Concurrency {
+		policy.PoolSize = cfg.Concurrency
+	}
+	if policy.CallTimeout == 0 {
+		policy.CallTimeout = runtime.Duration(cfg.CallTimeout)
+	}
+
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts := []runtime.Option{runtime.WithLogger(slog.New(&captureHandler{log: e.denied, next: logger.Handler()}))}
+	if cfg.CompilationCacheDir != "" {
+		opts = append(opts, runtime.WithCompilationCacheDir(cfg.CompilationCacheDir))
+	}
+	if client != nil {
+		opts = append(opts, runtime.WithHTTPClient(client))
+	}
+	rt, err := runtime.New(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	e.prov, e.loadErr = rt.LoadBytes(ctx, cfg.Name, wasm, runtime.WithPolicy(policy))
+	if e.loadErr == nil {
+		e.p = e.prov.ContextProvider()
+		rep.SHA256 = e.prov.SHA256()
+		rep.Capabilities = e.prov.Declared().Names()
+	}
+
+	var deferred []int
+	results := make([]Result, len(Checks))
+	for i, c := range Checks {
+		results[i] = Result{ID: c.ID, Title: c.Title}
+		if !selected(cfg.Checks, c.ID) {
+			results[i].Status, results[i].Message = Skip, "not selected"
+			continue
+		}
+		if c.last {
+			deferred = append(deferred, i)
+			continue
+		}
+		results[i] = e.run(ctx, c)
+	}
+	for _, i := range deferred {
+		results[i] = e.run(ctx, Checks[i])
+	}
+	rep.Results = results
+	if recorder != nil {
+		if err := recorder.Save(cfg.Cassette); err != nil {
+			return rep, fmt.Errorf("saving cassette: %w", err)
+		}
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+func selected(sel []string, id string) bool {
+	if len(sel) == 0 {
+		return true
+	}
+	for _, s := range sel {
+		if s == id || (strings.HasSuffix(s, ".") && strings.HasPrefix(id, s)) || strings.HasPrefix(id, s+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// skipError skips a check with a reason.
+type skipError struct{ reason string }
+
+func (s skipError) Error() string { return s.reason }
+
+// failure fails a check with an explanation of what machine-controller
+// would do wrong.
+type failure struct {
+	msg string
+}
+
+func (f *failure) Error() string { return f.msg }
+
+func failf(format string, args ...any) error { return &failure{fmt.Sprintf(format, args...)} }
+
+// run runs one check and turns its outcome into a Result.
+func (e *env) run(ctx context.Context, c Check) (res Result) {
+	res = Result{ID: c.ID, Title: c.Title}
+	start := time.Now()
+	defer func() { res.Duration = time.Since(start) }()
+	if c.ID != "abi.module" && e.loadErr != nil {
+		res.Status, res.Message = Skip, "the module did not load (see abi.module)"
+		return res
+	}
+	if c.Stateful && !e.stateful {
+		res.Status, res.Message = Skip, "needs a provider that keeps state; the profile is stateless"
+		return res
+	}
+	ctx = cassette.WithScope(ctx, c.ID)
+	t := &T{env: e, ctx: ctx, id: c.ID}
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("conformance suite bug: panic in check %s: %v", c.ID, r)
+			}
+		}()
+		return c.run(t)
+	}()
+	t.cleanup()
+	if err == nil && e.replay != nil {
+		if rerr := e.replay.Check(c.ID); rerr != nil {
+			err = failf("the provider's HTTP traffic differs from the cassette (re-record it if the change is intended):\n%v", rerr)
+		}
+	}
+	res.Notes = t.notes
+	switch err := err.(type) {
+	case nil:
+		res.Status = Pass
+	case skipError:
+		res.Status, res.Message = Skip, err.reason
+	default:
+		res.Status, res.Message, res.Why = Fail, err.Error(), c.Why
+	}
+	return res
+}
+
+// T is the handle a check works with.
+type T struct {
+	env      *env
+	ctx      context.Context
+	id       string
+	notes    []string
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+func (t *T) notef(format string, args ...any) {
+	t.mu.Lock()
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+	t.mu.Unlock()
+}
+
+func (t *T) defer_(f func()) {
+	t.mu.Lock()
+	t.cleanups = append(t.cleanups, f)
+	t.mu.Unlock()
+}
+
+func (t *T) cleanup() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+}
+
+// call returns a context for one provider call.
+func (t *T) call() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(t.ctx, t.env.cfg.CallTimeout)
+}

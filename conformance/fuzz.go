@@ -1,0 +1,239 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fuzzer makes random but reproducible Machines.
+type fuzzer struct {
+	r    *rand.Rand
+	spec json.RawMessage
+}
+
+var nameRunes = []rune("abcdefghijklmnopqrstuvwxyz0123456789-.ABCXYZ_ üß日本\"\\/\x00\n{}")
+
+func (f *fuzzer) str(maxLen int) string {
+	n := f.r.IntN(maxLen + 1)
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteRune(nameRunes[f.r.IntN(len(nameRunes))])
+	}
+	return b.String()
+}
+
+func (f *fuzzer) name() string {
+	switch f.r.IntN(6) {
+	case 0:
+		return ""
+	case 1:
+		return strings.Repeat("x", 64+f.r.IntN(300))
+	case 2:
+		return f.str(3)
+	}
+	return f.str(40)
+}
+
+// value returns random JSON of bounded depth.
+func (f *fuzzer) value(depth int) any {
+	k := f.r.IntN(8)
+	if depth <= 0 && k >= 5 {
+		k = f.r.IntN(5)
+	}
+	switch k {
+	case 0:
+		return nil
+	case 1:
+		return f.r.IntN(2) == 0
+	case 2:
+		return f.r.NormFloat64() * 1e6
+	case 3:
+		return f.str(20)
+	case 4:
+		return f.r.Int64()
+	case 5, 6:
+		m := map[string]any{}
+		for i := f.r.IntN(5); i > 0; i-- {
+			m[f.str(12)] = f.value(depth - 1)
+		}
+		return m
+	default:
+		a := make([]any, f.r.IntN(5))
+		for i := range a {
+			a[i] = f.value(depth - 1)
+		}
+		return a
+	}
+}
+
+// providerSpec mutates the valid spec or replaces it.
+func (f *fuzzer) providerSpec() []byte {
+	var base map[string]any
+	_ = json.Unmarshal(f.spec, &base)
+	switch f.r.IntN(8) {
+	case 0:
+		return nil
+	case 1:
+		b, _ := json.Marshal(f.value(4))
+		return b
+	case 2: // deep nesting
+		d := 50 + f.r.IntN(200)
+		return []byte(strings.Repeat("[", d) + strings.Repeat("]", d))
+	case 3: // valid as configured
+		return f.spec
+	}
+	if base == nil {
+		b, _ := json.Marshal(f.value(3))
+		return b
+	}
+	// Mutate: replace, drop or add fields, one level into cloudProviderSpec.
+	target := base
+	if cps, ok := base["cloudProviderSpec"].(map[string]any); ok && f.r.IntN(2) == 0 {
+		target = cps
+	}
+	for i := 1 + f.r.IntN(3); i > 0; i-- {
+		keys := make([]string, 0, len(target))
+		for k := range target {
+			keys = append(keys, k)
+		}
+		sortStrings(keys)
+		switch {
+		case len(keys) > 0 && f.r.IntN(3) == 0:
+			delete(target, keys[f.r.IntN(len(keys))])
+		case len(keys) > 0 && f.r.IntN(2) == 0:
+			target[keys[f.r.IntN(len(keys))]] = f.value(2)
+		default:
+			target[f.str(10)] = f.value(2)
+		}
+	}
+	b, _ := json.Marshal(base)
+	return b
+}
+
+func (f *fuzzer) labels() map[string]string {
+	if f.r.IntN(2) == 0 {
+		return nil
+	}
+	m := map[string]string{}
+	for i := f.r.IntN(4); i > 0; i-- {
+		m[f.str(10)] = f.str(20)
+	}
+	return m
+}
+
+func (f *fuzzer) machine(i int) (*clusterv1alpha1.Machine, string, types.UID) {
+	name := f.name()
+	u := types.UID(f.str(36))
+	if f.r.IntN(2) == 0 {
+		u = uid(fmt.Sprintf("fuzz/%d", i))
+	}
+	m := newMachine(name, u, nil)
+	m.Spec.Name = name
+	if f.r.IntN(4) == 0 {
+		m.Spec.Name = f.name()
+	}
+	if spec := f.providerSpec(); spec != nil {
+		m.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: spec}
+	}
+	m.Labels, m.Annotations = f.labels(), f.labels()
+	m.Spec.Labels = f.labels()
+	if f.r.IntN(3) == 0 {
+		m.Spec.Versions.Kubelet = f.str(10)
+	}
+	if f.r.IntN(4) == 0 {
+		id := f.str(30)
+		m.Spec.ProviderID = &id
+	}
+	newUID := types.UID(f.str(36))
+	return m, f.str(200), newUID
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func checkFuzz(t *T) error {
+	f := &fuzzer{r: rand.New(rand.NewPCG(t.env.cfg.Seed, 0x5eed)), spec: t.env.spec}
+	var problems []string
+	for i := 0; i < t.env.cfg.FuzzMachines; i++ {
+		m, ud, newUID := f.machine(i)
+		desc := fmt.Sprintf("fuzzed Machine #%d (seed %d, name %q, providerSpec %s)", i, t.env.cfg.Seed, truncate(m.Name, 40), truncate(rawSpec(m), 120))
+		calls := []struct {
+			name string
+			do   func() error
+		}{
+			{"AddDefaults", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.AddDefaults(ctx, m.Spec); return err }},
+			{"Validate", func() error { ctx, c := t.call(); defer c(); return t.env.p.Validate(ctx, m.Spec) }},
+			{"GetCloudConfig", func() error {
+				ctx, c := t.call()
+				defer c()
+				_, _, err := t.env.p.GetCloudConfig(ctx, m.Spec)
+				return err
+			}},
+			{"MachineMetricsLabels", func() error {
+				ctx, c := t.call()
+				defer c()
+				_, err := t.env.p.MachineMetricsLabels(ctx, m)
+				return err
+			}},
+			{"Get", func() error { _, err := t.get(m); return err }},
+			{"Create", func() error {
+				ctx, c := t.call()
+				defer c()
+				_, err := t.env.p.Create(ctx, m, createData(), ud)
+				return err
+			}},
+			{"Get after Create", func() error { _, err := t.get(m); return err }},
+			{"MigrateUID", func() error { ctx, c := t.call(); defer c(); return t.env.p.MigrateUID(ctx, m, newUID) }},
+			{"Delete", func() error {
+				// Once each, by the old and the new UID: a fuzzed Machine
+				// may never be deletable, and retrying would only be slow.
+				mm := m.DeepCopy()
+				mm.UID = newUID
+				ctx, c := t.call()
+				defer c()
+				if err := t.env.p.Delete(ctx, m, createData()); sandboxFailure(err) {
+					return err
+				}
+				return t.env.p.Delete(ctx, mm, createData())
+			}},
+		}
+		for _, c := range calls {
+			if err := c.do(); sandboxFailure(err) {
+				problems = append(problems, fmt.Sprintf("%s on %s: %s", c.name, desc, describe(err)))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		if len(problems) > 10 {
+			problems = append(problems[:10], fmt.Sprintf("... and %d more", len(problems)-10))
+		}
+		return failf("%s", strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+func rawSpec(m *clusterv1alpha1.Machine) string {
+	if m.Spec.ProviderSpec.Value == nil {
+		return "<none>"
+	}
+	return string(m.Spec.ProviderSpec.Value.Raw)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// RunT runs the suite from a provider's own tests: every check becomes a
+// subtest that passes, fails with the check's explanation, or is skipped.
+// When $WASMPROV_CONFORMANCE_REPORTS names a directory, the JUnit XML and
+// JSON reports are written there too (for CI).
+func RunT(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("conformance run did not start: %v", err)
+	}
+	if dir := os.Getenv("WASMPROV_CONFORMANCE_REPORTS"); dir != "" {
+		writeReports(t, dir, rep)
+	}
+	for _, res := range rep.Results {
+		t.Run(res.ID, func(t *testing.T) {
+			for _, n := range res.Notes {
+				t.Log("note: " + n)
+			}
+			switch res.Status {
+			case Fail:
+				t.Errorf("%s\n%s\nwhy it matters: %s", res.Title, res.Message, res.Why)
+			case Skip:
+				t.Skip(res.Message)
+			}
+		})
+	}
+	return rep
+}
+
+func writeReports(t *testing.T, dir string, rep *Report) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("reports: %v", err)
+		return
+	}
+	base := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+rep.Provider)
+	for ext, write := range map[string]func(*os.File) error{
+		".junit.xml": func(f *os.File) error { return rep.WriteJUnit(f) },
+		".json":      func(f *os.File) error { return rep.WriteJSON(f) },
+	} {
+		f, err := os.Create(base + ext)
+		if err != nil {
+			t.Errorf("reports: %v", err)
+			continue
+		}
+		if err := write(f); err != nil {
+			t.Errorf("reports: %v", err)
+		}
+		f.Close()
+	}
+}
