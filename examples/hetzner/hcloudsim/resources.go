@@ -235,6 +235,7 @@ func (s *Sim) createServer(r *http.Request, now time.Time) (any, int, *apiError)
 	srv.Created = ts(now)
 	srv.ServerType = *st
 	srv.Datacenter = dc
+	srv.Location = dc.Location
 	imgCopy := *img
 	srv.Image = &imgCopy
 	srv.Labels = copyMap(req.Labels)

@@ -134,6 +134,7 @@ type Server struct {
 	PrivateNet      []PrivateNet `json:"private_net"`
 	ServerType      ServerType   `json:"server_type"`
 	Datacenter      Datacenter   `json:"datacenter"`
+	Location        Location     `json:"location"`
 	Image           *Image       `json:"image"`
 	ISO             any          `json:"iso"`
 	RescueEnabled   bool         `json:"rescue_enabled"`

@@ -289,7 +289,10 @@ type server struct {
 	PrivateNet []struct {
 		IP string `json:"ip"`
 	} `json:"private_net"`
-	Volumes    []int64 `json:"volumes"`
+	Volumes  []int64 `json:"volumes"`
+	Location *struct {
+		Name string `json:"name"`
+	} `json:"location"`
 	Datacenter struct {
 		Name     string `json:"name"`
 		Location struct {
@@ -301,6 +304,9 @@ type server struct {
 func (s *server) convert() *hzprovider.Server {
 	out := &hzprovider.Server{ID: s.ID, Name: s.Name, Status: s.Status, Labels: s.Labels, Volumes: s.Volumes,
 		Datacenter: s.Datacenter.Name, Location: s.Datacenter.Location.Name}
+	if s.Location != nil && s.Location.Name != "" {
+		out.Location = s.Location.Name
+	}
 	if s.PublicNet.IPv4 != nil {
 		out.PublicIPv4 = s.PublicNet.IPv4.IP
 	}
