@@ -1,0 +1,86 @@
+package contenders
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+)
+
+// Root is the bench module's root directory.
+func Root() string {
+	_, file, _, _ := goruntime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// CacheDir is where built guests, plugins and compilation caches live:
+// $WASMPROV_BENCH_CACHE, else <user cache>/wasmprov-bench.
+func CacheDir() string {
+	dir := os.Getenv("WASMPROV_BENCH_CACHE")
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, "wasmprov-bench")
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	return dir
+}
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]string{}
+)
+
+// PrebuiltEnv, when set, makes Build return the paths its parent process
+// built instead of building.
+const PrebuiltEnv = "WASMPROV_BENCH_PREBUILT"
+
+// Artifacts built from this module.
+const (
+	WasmprovGuest = "guests/wasmprov" // wasip1 c-shared, the wasmprov SDK guest
+	ExtismGuest   = "guests/extism"   // wasip1 c-shared, Extism ABI
+	GoPluginBin   = "guests/goplugin" // host binary, go-plugin plugin
+	ColdStart     = "cmd/coldstart"   // host binary, the subprocess probe
+)
+
+// Build compiles pkg (relative to the bench module) once per process and
+// returns the output path. Guests are built with the standard toolchain:
+// GOOS=wasip1 GOARCH=wasm -buildmode=c-shared.
+func Build(pkg string) (string, error) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[pkg]; ok {
+		return p, nil
+	}
+	wasm := pkg == WasmprovGuest || pkg == ExtismGuest
+	out := filepath.Join(CacheDir(), "bin", filepath.Base(pkg))
+	if wasm {
+		out += ".wasm"
+	}
+	// A subprocess started by the benchmarks uses what its parent built.
+	if os.Getenv(PrebuiltEnv) != "" {
+		built[pkg] = out
+		return out, nil
+	}
+	args := []string{"build", "-trimpath", "-o"}
+	env := os.Environ()
+	if wasm {
+		args = append(args, out, "-buildmode=c-shared")
+		env = append(env, "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	} else {
+		args = append(args, out)
+	}
+	args = append(args, "./"+pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = Root()
+	cmd.Env = env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, b)
+	}
+	built[pkg] = out
+	return out, nil
+}
