@@ -8,7 +8,7 @@ GO_GUESTS := examples/fake examples/hostcalls
 GUEST_WASM := $(foreach g,$(GO_GUESTS),$(BUILD)/guests/$(notdir $(g)).wasm)
 export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 
-.PHONY: all guests demo test test-short vet fmt-check bench cli tools fixtures clean
+.PHONY: all guests demo test test-short vet fmt-check bench cli abi-fixtures clean
 
 all: cli guests
 
@@ -50,5 +50,16 @@ fmt-check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runtime/ | tee $(BUILD)/bench.txt
 
+## abi-fixtures: regenerate the hand-written .wat test modules' .wasm (needs wabt)
+abi-fixtures:
+	@command -v wat2wasm >/dev/null || { apt-get update -qq && apt-get install -y -qq wabt; }
+	for f in runtime/testdata/abi/*.wat; do wat2wasm "$$f" -o "$${f%.wat}.wasm"; done
+
 clean:
 	rm -rf $(BUILD)
+
+## fixtures: regenerate the malicious-guest .wasm from their .wat (needs wabt)
+.PHONY: fixtures
+fixtures:
+	@command -v wat2wasm >/dev/null || { apt-get update -qq && apt-get install -y -qq wabt; }
+	for f in runtime/testdata/malicious/*.wat; do wat2wasm "$$f" -o "$${f%.wat}.wasm"; done

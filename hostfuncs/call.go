@@ -194,11 +194,12 @@ func (c *Call) SetOutput(b []byte) error {
 	return nil
 }
 
-// logger returns the call's logger: the provider's, with provider, method
-// and machine attributes.
+// logger returns the call's logger: the provider's (which carries the
+// provider attribute), with method and machine attributes.
 func (c *Call) logger() *slog.Logger {
 	if c.log == nil {
-		attrs := []any{slog.String("provider", c.Env.Provider), slog.String("method", c.Method.String())}
+		// The provider's logger already names the provider.
+		attrs := []any{slog.String("method", c.Method.String())}
 		if c.Machine != nil {
 			attrs = append(attrs, slog.String("machine", c.Machine.Namespace+"/"+c.Machine.Name))
 		} else if s := c.spec(); s != nil && s.Name != "" {

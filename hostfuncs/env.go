@@ -17,7 +17,7 @@ type Env struct {
 	// Provider names the provider in log lines and errors.
 	Provider string
 	// Logger receives guest logs and host diagnostics; nil means
-	// slog.Default().
+	// slog.Default(). It should already carry the provider's name.
 	Logger *slog.Logger
 
 	HTTP      HTTPPolicy

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sort"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -48,8 +49,13 @@ func (c *Call) Log(level int32, msg, attrs []byte) error {
 		if err := json.Unmarshal(attrs, &obj); err != nil {
 			args = append(args, slog.String("attrs", string(attrs)))
 		} else {
-			for k, v := range obj {
-				args = append(args, slog.Any(k, v))
+			keys := make([]string, 0, len(obj))
+			for k := range obj {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys) // deterministic order in the log line
+			for _, k := range keys {
+				args = append(args, slog.Any(k, obj[k]))
 			}
 		}
 	}

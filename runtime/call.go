@@ -36,6 +36,9 @@ func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) err
 		defer cancel()
 	}
 	hostfuncs.SetContext(call, ctx)
+	if p.native != nil {
+		return p.invokeNative(ctx, call)
+	}
 	inst, err := p.pool.Get(ctx)
 	if err != nil {
 		if errors.Is(err, pool.ErrClosed) {

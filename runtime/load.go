@@ -133,17 +133,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	}
 	p.declared, p.granted = declared, granted
 	p.modCfg = p.moduleConfig(granted)
-	p.env = &hostfuncs.Env{
-		Provider: name,
-		Logger:   logger,
-		HTTP: hostfuncs.HTTPPolicy{
-			AllowedHosts:     policy.AllowedHosts,
-			AllowInsecure:    policy.AllowInsecureHTTP,
-			MaxResponseBytes: policy.MaxHTTPResponseBytes,
-			Client:           r.cfg.httpClient,
-		},
-		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv},
-	}
+	p.env = r.newEnv(name, logger, policy)
 	p.pool = pool.New(policy.PoolSize, func(ctx context.Context) (*guestInstance, error) {
 		return p.instantiate(ctx, p.modCfg)
 	})
@@ -159,6 +149,21 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	logger.Info("provider loaded", "sha256", sum, "size", len(wasm),
 		"capabilities", granted.Names(), "pool", policy.PoolSize)
 	return p, nil
+}
+
+// newEnv builds what the host functions of a provider may use.
+func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostfuncs.Env {
+	return &hostfuncs.Env{
+		Provider: name,
+		Logger:   logger,
+		HTTP: hostfuncs.HTTPPolicy{
+			AllowedHosts:     policy.AllowedHosts,
+			AllowInsecure:    policy.AllowInsecureHTTP,
+			MaxResponseBytes: policy.MaxHTTPResponseBytes,
+			Client:           r.cfg.httpClient,
+		},
+		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv},
+	}
 }
 
 // moduleConfig is the WASI view the guest gets: no arguments, no

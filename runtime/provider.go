@@ -13,6 +13,7 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/guests/go/provider"
 	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 
@@ -37,7 +38,8 @@ type Provider struct {
 	logger   *slog.Logger
 
 	declared, granted abi.Capability
-	pool              *pool.Pool[*guestInstance]
+	pool              *pool.Pool[*guestInstance] // nil for a native provider
+	native            provider.Provider          // set by LoadNative
 	closeOnce         sync.Once
 	closeErr          error
 }
@@ -77,6 +79,9 @@ func (p *Provider) Policy() Policy { return p.policy }
 // PoolStats reports the provider's instance pool: instances created, live,
 // in use, and discarded after a trap, timeout or panic.
 func (p *Provider) PoolStats() (created, live, inUse, discarded int64) {
+	if p.pool == nil {
+		return 0, 0, 0, 0
+	}
 	s := p.pool.Stats()
 	return s.Created.Load(), s.Live.Load(), s.InUse.Load(), s.Discarded.Load()
 }
@@ -85,9 +90,13 @@ func (p *Provider) PoolStats() (created, live, inUse, discarded int64) {
 // to end), and releases the instances, the compiled module and its memory.
 func (p *Provider) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
-		p.closeErr = p.pool.Close(ctx)
-		if err := p.wr.Close(context.WithoutCancel(ctx)); err != nil && p.closeErr == nil {
-			p.closeErr = err
+		if p.pool != nil {
+			p.closeErr = p.pool.Close(ctx)
+		}
+		if p.wr != nil {
+			if err := p.wr.Close(context.WithoutCancel(ctx)); err != nil && p.closeErr == nil {
+				p.closeErr = err
+			}
 		}
 		p.rt.untrack(p)
 	})

@@ -38,11 +38,11 @@ func hostFrom(ctx context.Context) (Host, error) {
 	return nil, errors.New("wasmprov: no host in context: call host helpers with the context the SDK passed to the provider method")
 }
 
-// Dispatch runs method m of the registered provider against h and returns
-// the status the export reports. The wasm exports call it, and so does a
-// native host; it is exported for the latter only.
-func Dispatch(ctx context.Context, h Host, m abi.Method) (status abi.Status) {
-	p := registered.p
+// Dispatch runs method m of p against h and returns the status the export
+// reports. The wasm exports call it with the registered provider; a native
+// host (runtime.LoadNative) calls it with a provider value. Provider authors
+// never call it.
+func Dispatch(ctx context.Context, h Host, p Provider, m abi.Method) (status abi.Status) {
 	if p == nil {
 		h.SetError("", "no provider registered: call provider.Register from init", 0)
 		return abi.StatusError

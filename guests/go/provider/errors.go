@@ -52,9 +52,9 @@ type RetryableError struct {
 	Err        error
 }
 
-func (e *RetryableError) Error() string {
-	return fmt.Sprintf("%v (retry after %s)", e.Err, e.RetryAfter)
-}
+// Error returns the underlying error's message; the host adds the retry
+// hint when it reports the error.
+func (e *RetryableError) Error() string { return e.Err.Error() }
 
 func (e *RetryableError) Unwrap() error { return e.Err }
 

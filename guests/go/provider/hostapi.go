@@ -195,3 +195,29 @@ func addAttr(obj map[string]any, prefix string, a slog.Attr) {
 		obj[prefix+a.Key] = v.Any()
 	}
 }
+
+// HTTPRequest and HTTPResponse are the documents of the host's http_do.
+type (
+	HTTPRequest  = abi.HTTPRequest
+	HTTPResponse = abi.HTTPResponse
+)
+
+// DoHTTP sends one request through the host's http_do, subject to the
+// host's policy. It is the light alternative to package hosthttp: it does
+// not link net/http, which keeps a module several megabytes smaller and
+// faster to compile. Needs abi.CapHTTP.
+func DoHTTP(ctx context.Context, req HTTPRequest) (*HTTPResponse, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := HostCall(ctx, abi.ImportHTTP, b)
+	if err != nil {
+		return nil, err
+	}
+	resp := new(HTTPResponse)
+	if err := json.Unmarshal(out, resp); err != nil {
+		return nil, fmt.Errorf("decoding host http response: %w", err)
+	}
+	return resp, nil
+}

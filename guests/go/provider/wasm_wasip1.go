@@ -71,7 +71,7 @@ func exportMachineMetricsLabels() int32 { return serve(abi.MethodMachineMetricsL
 func exportMigrateUID() int32 { return serve(abi.MethodMigrateUID) }
 
 func serve(m abi.Method) int32 {
-	return int32(Dispatch(context.Background(), wasmHost{}, m))
+	return int32(Dispatch(context.Background(), wasmHost{}, registered.p, m))
 }
 
 // scratch is the first-try buffer for host results. Results that fit (most
