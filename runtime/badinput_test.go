@@ -1,0 +1,259 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmprov/wasmprov/abi"
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
+	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/runtime"
+
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestLoadRejectsInvalidModules(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	cases := []struct {
+		name string
+		wasm []byte
+		want []string
+	}{
+		{"not-wasm", []byte("#!/bin/sh\necho I am not WebAssembly\n"), []string{"not a valid WebAssembly module"}},
+		{"empty", nil, []string{"not a valid WebAssembly module"}},
+		{"missing_export", readFixture(t, "missing_export"), []string{`missing export "wasmprov_delete" (func (result i32))`}},
+		{"wrong_signature", readFixture(t, "wrong_signature"), []string{`export "wasmprov_validate" has signature (func (param i32) (result i32)), want (func (result i32))`}},
+		{"abi_v2", readFixture(t, "abi_v2"), []string{"module implements ABI version 2, this host implements version 1"}},
+		{"future_caps", readFixture(t, "future_caps"), []string{"unknown capability bits", "newer ABI"}},
+		{"unknown_import", readFixture(t, "unknown_import"), []string{"imports unknown host function wasmprov_v1.launch_missiles"}},
+		{"foreign_import", readFixture(t, "foreign_import"), []string{`imports env.syscall from unknown module "env"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := rt.LoadBytes(ctx, tc.name, tc.wasm)
+			if err == nil {
+				p.Close(ctx)
+				t.Fatal("loaded an invalid module")
+			}
+			if !errors.Is(err, runtime.ErrInvalidModule) {
+				t.Errorf("error does not match ErrInvalidModule: %v", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, `provider "`+tc.name+`"`) {
+				t.Errorf("error does not name the provider: %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+	// The runtime is unharmed and loads a valid module afterwards.
+	p, err := rt.LoadBytes(ctx, "minimal", readFixture(t, "minimal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Get(newMachine("m", "u", map[string]any{})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadChecksPinnedDigest(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	wasm := readFixture(t, "minimal")
+	_, err := rt.LoadBytes(ctx, "pinned", wasm, runtime.WithPolicy(runtime.Policy{SHA256: strings.Repeat("0", 64)}))
+	if !errors.Is(err, runtime.ErrInvalidModule) || !strings.Contains(err.Error(), "does not match the pinned") {
+		t.Fatalf("want a digest mismatch, got %v", err)
+	}
+	p, err := rt.LoadBytes(ctx, "pinned", wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.LoadBytes(ctx, "pinned2", wasm, runtime.WithPolicy(runtime.Policy{SHA256: p.SHA256()})); err != nil {
+		t.Fatalf("matching digest refused: %v", err)
+	}
+}
+
+// allMethods calls every method once and returns the errors.
+func allMethods(p cloud.Provider, m *clusterv1alpha1.Machine) map[abi.Method]error {
+	data := &cloud.MachineCreateDeleteData{}
+	errs := map[abi.Method]error{}
+	_, errs[abi.MethodAddDefaults] = p.AddDefaults(m.Spec)
+	errs[abi.MethodValidate] = p.Validate(m.Spec)
+	_, errs[abi.MethodGet] = p.Get(m)
+	_, _, errs[abi.MethodGetCloudConfig] = p.GetCloudConfig(m.Spec)
+	_, errs[abi.MethodCreate] = p.Create(m, data, "")
+	errs[abi.MethodDelete] = p.Delete(m, data)
+	_, errs[abi.MethodMachineMetricsLabels] = p.MachineMetricsLabels(m)
+	errs[abi.MethodMigrateUID] = p.MigrateUID(m, "new")
+	return errs
+}
+
+func TestTrapInEveryMethod(t *testing.T) {
+	ctx := context.Background()
+	logger, logs := newLogger()
+	rt := newRuntime(t, runtime.WithLogger(logger))
+	p, err := rt.LoadBytes(ctx, "trap", readFixture(t, "trap_all"), runtime.WithPolicy(runtime.Policy{PoolSize: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMachine("m", "u", map[string]any{})
+	for round := 0; round < 2; round++ {
+		for method, err := range allMethods(p, m) {
+			if !errors.Is(err, runtime.ErrTrap) || runtime.ErrorClass(err) != runtime.ClassTrap {
+				t.Errorf("%s: want a trap error, got %v", method, err)
+			}
+			if !strings.Contains(err.Error(), `provider "trap": `+method.String()+":") {
+				t.Errorf("%s: error does not name provider and method: %v", method, err)
+			}
+		}
+	}
+	created, live, inUse, discarded := p.PoolStats()
+	if discarded != 16 || inUse != 0 || live != 0 || created != 16 {
+		t.Fatalf("created=%d live=%d inUse=%d discarded=%d; want every trapped instance discarded", created, live, inUse, discarded)
+	}
+	if !strings.Contains(logs.String(), "guest trapped; instance discarded") {
+		t.Errorf("no log line for the trap:\n%s", logs)
+	}
+}
+
+func TestPanicInEveryMethod(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	p, err := rt.Load(ctx, testguest.Build(t, "runtime/testdata/panicky"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMachine("m", "u", map[string]any{})
+	for method, err := range allMethods(p, m) {
+		if !errors.Is(err, runtime.ErrGuestPanic) || runtime.ErrorClass(err) != runtime.ClassTrap {
+			t.Errorf("%s: want a guest panic, got %v", method, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "panic in "+method.String()) {
+			t.Errorf("%s: message does not say where it panicked: %.200s", method, err)
+		}
+	}
+	_, live, inUse, discarded := p.PoolStats()
+	if discarded != 8 || inUse != 0 || live != 0 {
+		t.Fatalf("live=%d inUse=%d discarded=%d; a panicked instance must never be reused", live, inUse, discarded)
+	}
+}
+
+func TestInvalidResults(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	m := newMachine("m", "u", map[string]any{})
+	status, err := rt.LoadBytes(ctx, "bad_status", readFixture(t, "bad_status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := status.Validate(m.Spec); !errors.Is(err, runtime.ErrBadResult) || !strings.Contains(err.Error(), "unknown status 99") {
+		t.Errorf("bad status: %v", err)
+	}
+	output, err := rt.LoadBytes(ctx, "bad_output", readFixture(t, "bad_output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := output.Get(m); !errors.Is(err, runtime.ErrBadResult) || !strings.Contains(err.Error(), "decoding instance") {
+		t.Errorf("bad output: %v", err)
+	}
+}
+
+func TestInvalidProviderSpecIsTerminalAndNeverReachesTheGuest(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	// Every method of this guest traps: a terminal error (not a trap) proves
+	// the host refused the Machine before calling the guest.
+	p, err := rt.LoadBytes(ctx, "trap", readFixture(t, "trap_all"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMachine("m", "u", map[string]any{})
+	m.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: []byte(`{"cloudProvider": "fake", oops}`)}
+	for method, err := range allMethods(p, m) {
+		ok, reason, msg := cloudprovidererrors.IsTerminalError(err)
+		if !ok || reason != clusterv1alpha1.InvalidConfigurationMachineError || !strings.Contains(msg, "not valid JSON") {
+			t.Errorf("%s: want terminal InvalidConfiguration, got %v", method, err)
+		}
+		if !strings.Contains(err.Error(), `provider "trap": `+method.String()) {
+			t.Errorf("%s: error does not name provider and method: %v", method, err)
+		}
+	}
+	if _, _, _, discarded := p.PoolStats(); discarded != 0 {
+		t.Fatalf("the guest ran: %d instances discarded", discarded)
+	}
+}
+
+func TestPolicyCallTimeoutStopsRunawayGuest(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	p, err := rt.LoadBytes(ctx, "loop", readFixture(t, "loop"),
+		runtime.WithPolicy(runtime.Policy{CallTimeout: runtime.Duration(150 * time.Millisecond)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ cloud.Provider = p // the seed interface has no context: the policy's timeout applies
+	start := time.Now()
+	err = p.Validate(newMachine("m", "u", map[string]any{}).Spec)
+	if !errors.Is(err, runtime.ErrTimeout) {
+		t.Fatalf("want timeout, got %v", err)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("stopped after %s", d)
+	}
+}
+
+func TestClosedProviderRefusesCalls(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	p, err := rt.LoadBytes(ctx, "minimal", readFixture(t, "minimal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Get(newMachine("m", "u", map[string]any{})); !errors.Is(err, runtime.ErrProviderClosed) {
+		t.Fatalf("want ErrProviderClosed, got %v", err)
+	}
+	if _, live, _, _ := p.PoolStats(); live != 0 {
+		t.Fatalf("%d instances still live after Close", live)
+	}
+}
+
+// TestABIFixturesAreFresh checks that every committed .wasm fixture is what
+// wat2wasm makes of its .wat source (regenerate with `make abi-fixtures`).
+func TestABIFixturesAreFresh(t *testing.T) {
+	wat2wasm, err := exec.LookPath("wat2wasm")
+	if err != nil {
+		t.Skip("wat2wasm not installed (Debian package wabt; CI installs it)")
+	}
+	sources, _ := filepath.Glob(filepath.Join("testdata", "abi", "*.wat"))
+	if len(sources) == 0 {
+		t.Fatal("no fixtures found")
+	}
+	for _, src := range sources {
+		out := filepath.Join(t.TempDir(), "out.wasm")
+		if b, err := exec.Command(wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", src, err, b)
+		}
+		want, _ := os.ReadFile(out)
+		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: committed .wasm is stale or missing; run make abi-fixtures", src)
+		}
+	}
+}
