@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
+	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/runtime"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+)
+
+func init() {
+	register("call", "call one provider method: wasmprov call PROVIDER.wasm METHOD -f machine.yaml", runCall)
+}
+
+func runCall(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	file := fs.String("f", "", "Machine manifest (YAML or JSON)")
+	policyFile := fs.String("policy", "", "policy file (default: PROVIDER.yaml next to the module, if present)")
+	userdata := fs.String("userdata", "", "file with the userdata for Create")
+	newUID := fs.String("new-uid", "", "new UID for MigrateUID")
+	pvFile := fs.String("pvs", "", "PersistentVolumeList manifest for Create/Delete")
+	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: wasmprov call PROVIDER.wasm METHOD -f machine.yaml [flags]\n\nMETHOD is one of %s.\n\n", strings.Join(methodNames(), ", "))
+		fs.PrintDefaults()
+	}
+	module, method, err := twoArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("-f machine.yaml is required")
+	}
+	machine, err := readMachine(*file)
+	if err != nil {
+		return err
+	}
+	p, rt, err := loadForCLI(ctx, module, *policyFile, *cacheDir)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	var ud []byte
+	if *userdata != "" {
+		if ud, err = os.ReadFile(*userdata); err != nil {
+			return err
+		}
+	}
+	pvs, err := readPVs(*pvFile)
+	if err != nil {
+		return err
+	}
+	local := &localData{machine: machine.DeepCopy()}
+	data, err := local.data(pvs)
+	if err != nil {
+		return err
+	}
+	cp := p.ContextProvider()
+	result := map[string]any{}
+	switch strings.ToLower(method) {
+	case "adddefaults":
+		spec, err := cp.AddDefaults(ctx, machine.Spec)
+		if err != nil {
+			return callFailed(err)
+		}
+		result["spec"] = spec
+	case "validate":
+		if err := cp.Validate(ctx, machine.Spec); err != nil {
+			return callFailed(err)
+		}
+		result["valid"] = true
+	case "get":
+		inst, err := cp.Get(ctx, machine)
+		if err != nil {
+			return callFailed(err)
+		}
+		result["instance"] = instanceMap(inst)
+	case "getcloudconfig":
+		config, name, err := cp.GetCloudConfig(ctx, machine.Spec)
+		if err != nil {
+			return callFailed(err)
+		}
+		result["config"], result["name"] = config, name
+	case "create":
+		inst, err := cp.Create(ctx, machine, data, string(ud))
+		if err != nil {
+			return callFailed(err)
+		}
+		result["instance"] = instanceMap(inst)
+	case "delete":
+		if err := cp.Delete(ctx, machine, data); err != nil {
+			return callFailed(err)
+		}
+		result["deleted"] = true
+	case "machinemetricslabels":
+		labels, err := cp.MachineMetricsLabels(ctx, machine)
+		if err != nil {
+			return callFailed(err)
+		}
+		result["labels"] = labels
+	case "migrateuid":
+		if *newUID == "" {
+			return errors.New("MigrateUID needs --new-uid")
+		}
+		if err := cp.MigrateUID(ctx, machine, types.UID(*newUID)); err != nil {
+			return callFailed(err)
+		}
+		result["migrated"] = true
+	default:
+		return fmt.Errorf("unknown method %q; want one of %s", method, strings.Join(methodNames(), ", "))
+	}
+	if local.updates > 0 {
+		result["machineUpdates"] = local.updates
+		result["machine"] = local.machine
+	}
+	return printYAML(os.Stdout, result)
+}
+
+func methodNames() []string {
+	return []string{"AddDefaults", "Validate", "Get", "GetCloudConfig", "Create", "Delete", "MachineMetricsLabels", "MigrateUID"}
+}
+
+func twoArgs(fs *flag.FlagSet, args []string) (string, string, error) {
+	// Allow flags before and after the positional arguments.
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return "", "", err
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			pos = append(pos, args[0])
+			args = args[1:]
+		}
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return "", "", errors.New("want PROVIDER.wasm and METHOD")
+	}
+	return pos[0], pos[1], nil
+}
+
+func instanceMap(inst instance.Instance) map[string]any {
+	addrs := map[string]string{}
+	for a, t := range inst.Addresses() {
+		addrs[a] = string(t)
+	}
+	return map[string]any{"name": inst.Name(), "id": inst.ID(), "providerID": inst.ProviderID(),
+		"status": string(inst.Status()), "addresses": addrs}
+}
+
+// callFailed describes a provider error the way machine-controller sees it.
+func callFailed(err error) error {
+	kind := "error (retried by the controller)"
+	if ok, reason, _ := cloudprovidererrors.IsTerminalError(err); ok {
+		kind = fmt.Sprintf("terminal error, reason %s (written to the Machine's status)", reason)
+	} else if cloudprovidererrors.IsNotFound(err) {
+		kind = "instance not found"
+	} else if c := runtime.ErrorClass(err); c != "" {
+		kind = string(c) + " error"
+	}
+	return fmt.Errorf("%s: %w", kind, err)
+}
+
+func printYAML(w io.Writer, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// loadForCLI loads one module with its policy.
+func loadForCLI(ctx context.Context, module, policyFile, cacheDir string) (*runtime.Provider, *runtime.Runtime, error) {
+	// Host diagnostics go to stderr, warnings and up: results go to stdout.
+	opts := []runtime.Option{runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	if cacheDir != "" {
+		opts = append(opts, runtime.WithCompilationCacheDir(cacheDir))
+	}
+	rt, err := runtime.New(ctx, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if policyFile == "" {
+		if candidate := strings.TrimSuffix(module, ".wasm") + ".yaml"; fileExists(candidate) {
+			policyFile = candidate
+		}
+	}
+	var loadOpts []runtime.LoadOption
+	if policyFile != "" {
+		policy, err := runtime.ReadPolicyFile(policyFile)
+		if err != nil {
+			rt.Close(ctx)
+			return nil, nil, err
+		}
+		loadOpts = append(loadOpts, runtime.WithPolicy(policy))
+	}
+	p, err := rt.Load(ctx, module, loadOpts...)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, nil, err
+	}
+	return p, rt, nil
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir()
+}
+
+func defaultCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return dir + "/wasmprov/wazero"
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/runtime"
+)
+
+func init() {
+	register("inspect", "describe a provider module: ABI version, exports, imports, capabilities, digest", runInspect)
+}
+
+func runInspect(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: wasmprov inspect PROVIDER.wasm") }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("want one module")
+	}
+	wasm, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	rt, err := runtime.New(ctx)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	info, err := rt.Inspect(ctx, wasm)
+	if err != nil {
+		return err
+	}
+	w := os.Stdout
+	fmt.Fprintf(w, "module:        %s\n", fs.Arg(0))
+	fmt.Fprintf(w, "size:          %d bytes\n", info.Size)
+	fmt.Fprintf(w, "sha256:        %s\n", info.SHA256)
+	fmt.Fprintf(w, "abi version:   %d (host implements %d)\n", info.ABIVersion, abi.Version)
+	fmt.Fprintf(w, "capabilities:  %s\n", capList(info.Declared))
+	fmt.Fprintf(w, "exports:\n")
+	for _, e := range info.Exports {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	fmt.Fprintf(w, "imports:\n")
+	for _, i := range info.Imports {
+		fmt.Fprintf(w, "  %s\n", i)
+	}
+	if len(info.Problems) > 0 {
+		fmt.Fprintf(w, "problems:\n")
+		for _, p := range info.Problems {
+			fmt.Fprintf(w, "  - %s\n", p)
+		}
+		return fmt.Errorf("module is not a valid ABI v%d provider", abi.Version)
+	}
+	fmt.Fprintf(w, "valid:         yes\n")
+	return nil
+}
+
+func capList(c abi.Capability) string {
+	if c == 0 {
+		return "(none)"
+	}
+	return strings.Join(c.Names(), ", ")
+}
