@@ -16,10 +16,10 @@ var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])
 
 type serverCreateRequest struct {
 	Name             string            `json:"name"`
-	ServerType       string            `json:"server_type"`
-	Image            string            `json:"image"`
-	Location         string            `json:"location"`
-	Datacenter       string            `json:"datacenter"`
+	ServerType       any               `json:"server_type"`
+	Image            any               `json:"image"`
+	Location         any               `json:"location"`
+	Datacenter       any               `json:"datacenter"`
 	SSHKeys          []any             `json:"ssh_keys"`
 	UserData         string            `json:"user_data"`
 	Labels           map[string]string `json:"labels"`
@@ -29,6 +29,13 @@ type serverCreateRequest struct {
 		EnableIPv4 *bool `json:"enable_ipv4"`
 		EnableIPv6 *bool `json:"enable_ipv6"`
 	} `json:"public_net"`
+}
+
+func ref(v any) string {
+	if v == nil {
+		return ""
+	}
+	return idOrName(v)
 }
 
 // idOrName reads a JSON reference that may be a number or a string.
@@ -152,10 +159,16 @@ func validLabels(l map[string]string) *apiError {
 }
 
 func (s *Sim) createServer(r *http.Request, now time.Time) (any, int, *apiError) {
-	var req serverCreateRequest
-	if err := decodeBody(r, &req); err != nil {
+	var body serverCreateRequest
+	if err := decodeBody(r, &body); err != nil {
 		return nil, 0, err
 	}
+	// server_type, image, location and datacenter take an ID or a name.
+	req := struct {
+		serverCreateRequest
+		ServerType, Image, Location, Datacenter string
+	}{serverCreateRequest: body}
+	req.ServerType, req.Image, req.Location, req.Datacenter = ref(body.ServerType), ref(body.Image), ref(body.Location), ref(body.Datacenter)
 	if req.Name == "" || req.ServerType == "" || req.Image == "" {
 		return nil, 0, errf(400, "invalid_input", "invalid input: name, server_type and image are required")
 	}

@@ -445,6 +445,7 @@ func (p *Provider) detachVolumes(ctx context.Context, api API, s *Server) error 
 		if err != nil || !attached[id] {
 			continue
 		}
+		attached[id] = false // once per volume, however many PVs name it
 		a, err := api.DetachVolume(ctx, id)
 		if err != nil && !IsNotFound(err) {
 			return classify(err, fmt.Sprintf("failed to detach volume %d of persistent volume %s", id, pv.Name))
