@@ -225,7 +225,7 @@ func jsonEqual(a, b any) (bool, string) {
 }
 
 func checkAddDefaultsIdempotent(t *T) error {
-	spec := t.machine(0).Spec
+	spec := t.rawMachine(0).Spec
 	ctx, cancel := t.call()
 	defer cancel()
 	d1, err := t.env.p.AddDefaults(ctx, spec)
@@ -243,7 +243,7 @@ func checkAddDefaultsIdempotent(t *T) error {
 }
 
 func checkValidateValid(t *T) error {
-	spec := t.machine(0).Spec
+	spec := t.rawMachine(0).Spec
 	ctx, cancel := t.call()
 	defer cancel()
 	if d, err := t.env.p.AddDefaults(ctx, spec); err == nil {
@@ -371,7 +371,7 @@ func (t *T) deleteAll(m *clusterv1alpha1.Machine) error {
 		if sandboxFailure(err) {
 			return err
 		}
-		if ok, _, _ := cloudprovidererrors.IsTerminalError(err); ok {
+		if ok, _, _ := cloudprovidererrors.IsTerminalError(err); ok || isNotFound(err) {
 			return err
 		}
 		if t.env.replay == nil {

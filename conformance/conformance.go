@@ -189,9 +189,12 @@ func (r *Report) Failed() []string {
 
 // env is what checks work with.
 type env struct {
-	cfg      Config
-	wasm     []byte
-	spec     json.RawMessage
+	cfg  Config
+	wasm []byte
+	// spec is the configured provider spec; defaulted is spec after
+	// AddDefaults, which is what machine-controller's webhook stores and
+	// so what Machines carry in every other check.
+	spec, defaulted json.RawMessage
 	prov     *runtime.Provider
 	p        cloud.ContextProvider
 	replay   *cassette.Replayer
@@ -323,6 +326,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		e.p = e.prov.ContextProvider()
 		rep.SHA256 = e.prov.SHA256()
 		rep.Capabilities = e.prov.Declared().Names()
+		e.applyDefaults(ctx)
 	}
 
 	var deferred []int
@@ -403,9 +407,13 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		return c.run(t)
 	}()
 	t.cleanup()
-	if err == nil && e.replay != nil {
+	if e.replay != nil {
 		if rerr := e.replay.Check(c.ID); rerr != nil {
-			err = failf("the provider's HTTP traffic differs from the cassette (re-record it if the change is intended):\n%v", rerr)
+			saw := "the check passed otherwise"
+			if err != nil {
+				saw = "the check saw: " + strings.SplitN(err.Error(), "\n", 2)[0]
+			}
+			err = failf("the provider's HTTP traffic differs from the cassette (re-record it if the change is intended); %s\n%v", saw, rerr)
 		}
 	}
 	res.Notes = t.notes
@@ -418,6 +426,18 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		res.Status, res.Message, res.Why = Fail, err.Error(), c.Why
 	}
 	return res
+}
+
+// applyDefaults computes e.defaulted. If AddDefaults fails, the configured
+// spec is used (and add-defaults.idempotent reports the failure).
+func (e *env) applyDefaults(ctx context.Context) {
+	e.defaulted = e.spec
+	ctx, cancel := context.WithTimeout(cassette.WithScope(ctx, "setup"), e.cfg.CallTimeout)
+	defer cancel()
+	m := newMachine("wpc-setup", uid("setup"), e.spec)
+	if d, err := e.p.AddDefaults(ctx, m.Spec); err == nil && d.ProviderSpec.Value != nil && json.Valid(d.ProviderSpec.Value.Raw) {
+		e.defaulted = d.ProviderSpec.Value.Raw
+	}
 }
 
 // T is the handle a check works with.

@@ -25,9 +25,16 @@ func uid(seed string) types.UID {
 	return types.UID(h[:8] + "-" + h[8:12] + "-4" + h[13:16] + "-8" + h[17:20] + "-" + h[20:32])
 }
 
-// machine returns a Machine named after the check, with the configured
-// provider spec.
+// machine returns a Machine named after the check, with the defaulted
+// provider spec (as machine-controller's webhook would have stored it).
 func (t *T) machine(n int) *clusterv1alpha1.Machine {
+	m := t.rawMachine(n)
+	m.Spec.ProviderSpec.Value.Raw = append([]byte(nil), t.env.defaulted...)
+	return m
+}
+
+// rawMachine is machine with the configured spec, before AddDefaults.
+func (t *T) rawMachine(n int) *clusterv1alpha1.Machine {
 	slug := strings.NewReplacer(".", "-", "_", "-").Replace(t.id)
 	name := fmt.Sprintf("wpc-%s-%d", slug, n)
 	return newMachine(name, uid(t.id+"/"+name), t.env.spec)

@@ -1,0 +1,204 @@
+package conformance_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wasmprov/wasmprov/cassette"
+	"github.com/wasmprov/wasmprov/conformance"
+	"github.com/wasmprov/wasmprov/conformance/internal/minicloud"
+	"github.com/wasmprov/wasmprov/internal/testguest"
+)
+
+const refToken = "t0k3n-s3cr3t"
+
+const refSpec = `{"cloudProvider":"minicloud","operatingSystem":"ubuntu",
+ "cloudProviderSpec":{"endpoint":"${CLOUD_URL}","token":"` + refToken + `"}}`
+
+// startCloud serves a fresh mini cloud on 127.0.0.1.
+func startCloud(t *testing.T) (*minicloud.Cloud, string) {
+	c := minicloud.New(refToken)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+func refConfig(t *testing.T, dir string) conformance.Config {
+	return conformance.Config{
+		Module:              testguest.Build(t, dir),
+		ProviderSpec:        json.RawMessage(refSpec),
+		CompilationCacheDir: testguest.CompilationCacheDir(t),
+		Redact:              cassette.Redaction{Secrets: []string{refToken}},
+	}
+}
+
+func text(rep *conformance.Report) string {
+	var b bytes.Buffer
+	_ = rep.WriteText(&b)
+	return b.String()
+}
+
+// The reference provider passes every check, stateful, against a live
+// (in-process) cloud.
+func TestRefcloudLive(t *testing.T) {
+	cfg := refConfig(t, "conformance/testdata/refcloud")
+	_, cfg.CloudURL = startCloud(t)
+	rep := conformance.RunT(t, cfg)
+	if _, _, skip := rep.Counts(); skip != 0 {
+		t.Errorf("%d checks skipped in the stateful profile", skip)
+	}
+}
+
+// Recording against the cloud and replaying offline gives the same
+// verdicts; the cassette holds no secret; a provider whose traffic differs
+// from the cassette fails with a diff.
+func TestRefcloudRecordReplay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "refcloud.cassette.json")
+	cfg := refConfig(t, "conformance/testdata/refcloud")
+	_, cfg.CloudURL = startCloud(t)
+	cfg.Cassette, cfg.Record = path, true
+	rec, err := conformance.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Passed() {
+		t.Fatalf("recording run failed:\n%s", text(rec))
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte(refToken)) {
+		t.Fatal("the cassette contains the token")
+	}
+	if !bytes.Contains(raw, []byte(conformance.CanonicalCloudURL)) {
+		t.Fatal("the cassette does not use the canonical cloud URL")
+	}
+
+	// Offline: no cloud URL at all.
+	cfg.CloudURL, cfg.Record = "", false
+	for range 2 {
+		rep, err := conformance.Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Passed() {
+			t.Fatalf("replay failed:\n%s", text(rep))
+		}
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(raw, after) {
+		t.Fatal("replaying modified the cassette")
+	}
+
+	// A provider that behaves differently meets the cassette's diff.
+	bad := refConfig(t, "conformance/testdata/broken/shared-name")
+	bad.Cassette = path
+	rep, err := conformance.Run(t.Context(), bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Result("concurrency.independent")
+	if res.Status != conformance.Fail || !strings.Contains(res.Message, "differs from the cassette") ||
+		!strings.Contains(res.Message, "--- recorded") || !strings.Contains(res.Message, `+   "name": "worker"`) {
+		t.Fatalf("replay of a diverging provider did not fail with a diff:\n%s", text(rep))
+	}
+}
+
+// brokenProviders maps each deliberately broken provider to the check
+// built to catch it. Together they make every check fail at least once.
+var brokenProviders = map[string]string{
+	"bad-abi":                 "abi.module",
+	"undeclared-capability":   "abi.capabilities",
+	"defaults-not-idempotent": "add-defaults.idempotent",
+	"rejects-valid":           "validate.accepts-valid",
+	"accepts-empty":           "validate.rejects-empty",
+	"garbage-transient":       "validate.rejects-garbage",
+	"get-error-not-found":     "get.unknown-not-found",
+	"get-wrong-id":            "create.get-same-id",
+	"create-duplicates":       "create.idempotent",
+	"delete-missing-fails":    "delete.missing-ok",
+	"delete-noop":             "delete.removes",
+	"migrate-noop":            "migrate-uid.get-by-new-uid",
+	"no-size-label":           "metrics.size-label",
+	"shared-name":             "concurrency.independent",
+	"panics-on-short-name":    "robustness.no-panics",
+}
+
+func TestEveryCheckHasABrokenProvider(t *testing.T) {
+	caught := map[string]bool{}
+	for _, id := range brokenProviders {
+		caught[id] = true
+	}
+	for _, c := range conformance.Checks {
+		if !caught[c.ID] {
+			t.Errorf("no broken provider demonstrates that check %s can fail", c.ID)
+		}
+	}
+	entries, err := os.ReadDir("testdata/broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, ok := brokenProviders[e.Name()]; !ok {
+			t.Errorf("testdata/broken/%s is not in brokenProviders", e.Name())
+		}
+	}
+}
+
+func TestBrokenProviders(t *testing.T) {
+	names := make([]string, 0, len(brokenProviders))
+	for n := range brokenProviders {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	// Build serially first (testguest.Build serialises anyway), then run
+	// the suites in parallel.
+	mods := map[string]string{}
+	for _, n := range names {
+		if n == "bad-abi" {
+			mods[n] = wat2wasm(t, "testdata/broken/bad-abi/provider.wat")
+			continue
+		}
+		mods[n] = testguest.Build(t, "conformance/testdata/broken/"+n)
+	}
+	for _, n := range names {
+		want := brokenProviders[n]
+		t.Run(n, func(t *testing.T) {
+			t.Parallel()
+			cfg := refConfig(t, "conformance/testdata/refcloud")
+			cfg.Module, cfg.Name = mods[n], n
+			_, cfg.CloudURL = startCloud(t)
+			rep, err := conformance.Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.Result(want); r == nil || r.Status != conformance.Fail {
+				t.Fatalf("%s was not caught by %s:\n%s", n, want, text(rep))
+			}
+			if r := rep.Result(want); r.Message == "" || r.Why == "" {
+				t.Errorf("failure of %s carries no explanation", want)
+			}
+			t.Logf("failed: %v\n%s", rep.Failed(), text(rep))
+		})
+	}
+}
+
+func wat2wasm(t *testing.T, src string) string {
+	t.Helper()
+	if _, err := exec.LookPath("wat2wasm"); err != nil {
+		t.Fatalf("wat2wasm (Debian package wabt) is needed: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".wat")+".wasm")
+	if b, err := exec.Command("wat2wasm", src, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm %s: %v\n%s", src, err, b)
+	}
+	return out
+}

@@ -1,0 +1,10 @@
+// Command shared-name is a deliberately broken provider: the reference provider
+// with the bug ref.Break("shared-name") built in. See conformance's broken_test.go
+// for the check that must catch it.
+package main
+
+import "github.com/wasmprov/wasmprov/conformance/testdata/refcloud/ref"
+
+func init() { ref.Register("shared-name") }
+
+func main() {}
