@@ -195,12 +195,12 @@ type env struct {
 	// AddDefaults, which is what machine-controller's webhook stores and
 	// so what Machines carry in every other check.
 	spec, defaulted json.RawMessage
-	prov     *runtime.Provider
-	p        cloud.ContextProvider
-	replay   *cassette.Replayer
-	denied   *deniedLog
-	loadErr  error
-	stateful bool
+	prov            *runtime.Provider
+	p               cloud.ContextProvider
+	replay          *cassette.Replayer
+	denied          *deniedLog
+	loadErr         error
+	stateful        bool
 }
 
 // Run runs the suite. The error reports a run that could not start (an
