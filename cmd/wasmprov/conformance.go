@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/wasmprov/wasmprov/cassette"
+	"github.com/wasmprov/wasmprov/conformance"
+	"github.com/wasmprov/wasmprov/runtime"
+)
+
+func init() {
+	register("conformance", "check a provider module against the provider contract", runConformance)
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func runConformance(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: wasmprov conformance [flags] PROVIDER.wasm
+
+Runs the conformance checks against PROVIDER.wasm and prints one line per
+check. Exit status 1 if any check fails. See docs/AUTHORING.md.
+
+Checks:
+`)
+		for _, c := range conformance.Checks {
+			extra := ""
+			if c.Stateful {
+				extra = " [stateful only]"
+			}
+			fmt.Fprintf(fs.Output(), "  %-28s %s%s\n", c.ID, c.Title, extra)
+		}
+		fmt.Fprintf(fs.Output(), "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	specArg := fs.String("spec", "", "providerSpec.value of a Machine the provider accepts: a JSON file, or inline JSON; ${CLOUD_URL} is replaced by the cloud URL in use (required)")
+	profile := fs.String("profile", string(conformance.ProfileStateful), "stateful (the provider keeps instances in a cloud) or stateless (like machine-controller's fake: Get finds every Machine)")
+	cloudURL := fs.String("cloud-url", "", "a live cloud or simulator; with --cassette and --record, the recording target")
+	cass := fs.String("cassette", "", "replay this cassette offline (or write it with --record)")
+	record := fs.Bool("record", false, "record the HTTP traffic into --cassette, from --cloud-url")
+	var secrets, checks, hosts listFlag
+	fs.Var(&secrets, "secret", "a secret value to redact from a recording (repeatable)")
+	fs.Var(&checks, "check", "run only this check ID or ID prefix (repeatable)")
+	fs.Var(&hosts, "allow-host", "add a host to the policy's allowed hosts (repeatable)")
+	policyFile := fs.String("policy", "", "a JSON policy file (runtime.Policy) to run the provider under")
+	junit := fs.String("junit", "", "write a JUnit XML report to this file")
+	jsonOut := fs.String("json", "", "write a JSON report to this file ('-' for stdout instead of text)")
+	seed := fs.Uint64("seed", 1, "seed of the fuzzed Machines")
+	fuzzN := fs.Int("fuzz", 24, "number of fuzzed Machines")
+	verbose := fs.Bool("v", false, "show the host's and the provider's log records")
+	cacheDir := fs.String("cache-dir", "", "compilation cache directory")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("expected one PROVIDER.wasm")
+	}
+	if *specArg == "" {
+		return errors.New("--spec is required: the providerSpec.value of a Machine the provider accepts")
+	}
+	spec := []byte(*specArg)
+	if !strings.HasPrefix(strings.TrimSpace(*specArg), "{") {
+		b, err := os.ReadFile(*specArg)
+		if err != nil {
+			return fmt.Errorf("--spec: %w", err)
+		}
+		spec = b
+	}
+	var policy runtime.Policy
+	if *policyFile != "" {
+		b, err := os.ReadFile(*policyFile)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &policy); err != nil {
+			return fmt.Errorf("--policy: %w", err)
+		}
+	}
+	policy.AllowedHosts = append(policy.AllowedHosts, hosts...)
+	logger := slog.New(slog.DiscardHandler)
+	if *verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	rep, err := conformance.Run(ctx, conformance.Config{
+		Module:              fs.Arg(0),
+		ProviderSpec:        json.RawMessage(spec),
+		Profile:             conformance.Profile(*profile),
+		Policy:              policy,
+		CloudURL:            *cloudURL,
+		Cassette:            *cass,
+		Record:              *record,
+		Redact:              cassette.Redaction{Secrets: secrets},
+		Checks:              checks,
+		Seed:                *seed,
+		FuzzMachines:        *fuzzN,
+		CompilationCacheDir: *cacheDir,
+		Logger:              logger,
+	})
+	if err != nil {
+		return err
+	}
+	write := func(path string, f func(io.Writer) error) error {
+		if path == "" {
+			return nil
+		}
+		if path == "-" {
+			return f(os.Stdout)
+		}
+		out, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := f(out); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	}
+	if *jsonOut != "-" {
+		if err := rep.WriteText(os.Stdout); err != nil {
+			return err
+		}
+	}
+	if err := write(*junit, rep.WriteJUnit); err != nil {
+		return err
+	}
+	if err := write(*jsonOut, rep.WriteJSON); err != nil {
+		return err
+	}
+	if !rep.Passed() {
+		return fmt.Errorf("%d check(s) failed: %s", len(rep.Failed()), strings.Join(rep.Failed(), ", "))
+	}
+	return nil
+}
