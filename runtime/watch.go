@@ -1,0 +1,209 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watch watches the directories given to LoadDir and keeps the registry in
+// line with them until ctx is done or the registry is closed: a new
+// "<name>.wasm" is loaded, a changed one (or its "<name>.yaml") reloaded, a
+// removed one unloaded. It returns once the watch is established.
+//
+// Events for one name are debounced (WithDebounce): a file written in
+// place in several chunks, or replaced many times in a row, is read once it
+// has been quiet for that long. An atomic rename into place is seen as one
+// change. A read that still catches a half-written file fails to compile
+// and is rejected, leaving the last good version serving; the final write
+// brings another attempt. Changes to "..data" (Kubernetes ConfigMap and
+// Secret volumes swap a symlink) rescan the whole directory.
+//
+// A directory that disappears does not unload anything: its providers keep
+// serving their last good version, an EventWatchError is emitted, and the
+// directory is polled for (WithDirPollInterval) and rescanned when it is
+// back.
+func (r *Registry) Watch(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return ErrRegistryClosed
+	}
+	if r.stopW != nil {
+		r.mu.Unlock()
+		return errors.New("registry is already watching")
+	}
+	dirs := slices.Clone(r.dirs)
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		r.mu.Unlock()
+		return fmt.Errorf("watching provider directories: %w", err)
+	}
+	for _, d := range dirs {
+		if err := w.Add(d); err != nil {
+			r.mu.Unlock()
+			_ = w.Close()
+			return fmt.Errorf("watching provider directory %s: %w", d, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r.stopW = cancel
+	wt := &watcher{r: r, w: w, ctx: ctx, timers: map[string]*time.Timer{}, dirs: dirs}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go wt.loop()
+	r.cfg.logger.Info("watching provider directories", "dirs", dirs, "debounce", r.cfg.debounce)
+	return nil
+}
+
+type watcher struct {
+	r    *Registry
+	w    *fsnotify.Watcher
+	ctx  context.Context
+	dirs []string
+
+	mu     sync.Mutex
+	timers map[string]*time.Timer // key: dir + "\x00" + name ("" name: rescan)
+}
+
+func (wt *watcher) loop() {
+	defer wt.r.wg.Done()
+	defer func() {
+		_ = wt.w.Close()
+		wt.mu.Lock()
+		for _, t := range wt.timers {
+			t.Stop()
+		}
+		wt.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-wt.ctx.Done():
+			return
+		case ev, ok := <-wt.w.Events:
+			if !ok {
+				return
+			}
+			wt.handle(ev)
+		case err, ok := <-wt.w.Errors:
+			if !ok {
+				return
+			}
+			wt.r.cfg.logger.Error("provider directory watch error; providers keep serving", "error", err)
+			wt.r.emit(Event{Kind: EventWatchError, Err: err})
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				for _, d := range wt.dirs {
+					wt.schedule(d, "")
+				}
+			}
+		}
+	}
+}
+
+func (wt *watcher) handle(ev fsnotify.Event) {
+	path := filepath.Clean(ev.Name)
+	if slices.Contains(wt.dirs, path) {
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			wt.dirGone(path)
+		}
+		return
+	}
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	if !slices.Contains(wt.dirs, dir) {
+		return
+	}
+	name, ok := strings.CutSuffix(base, ".wasm")
+	if !ok {
+		name, ok = strings.CutSuffix(base, PolicyFileSuffix)
+	}
+	switch {
+	case ok && ValidProviderName(name):
+		// Every kind of change, a chmod included (it can make the file
+		// readable or unreadable), means "read it again"; unchanged
+		// content costs a hash.
+		wt.schedule(dir, name)
+	case strings.HasPrefix(base, ".."):
+		wt.schedule(dir, "")
+	}
+}
+
+// schedule (re)starts the debounce timer of dir/name; name "" rescans dir.
+func (wt *watcher) schedule(dir, name string) {
+	key := dir + "\x00" + name
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if t, ok := wt.timers[key]; ok {
+		t.Reset(wt.r.cfg.debounce)
+		return
+	}
+	wt.timers[key] = time.AfterFunc(wt.r.cfg.debounce, func() { wt.fire(key, dir, name) })
+}
+
+func (wt *watcher) fire(key, dir, name string) {
+	wt.mu.Lock()
+	delete(wt.timers, key)
+	wt.mu.Unlock()
+	r := wt.r
+	r.mu.Lock()
+	if r.closed || wt.ctx.Err() != nil {
+		r.mu.Unlock()
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	defer r.wg.Done()
+	if name == "" {
+		_ = r.rescanDir(wt.ctx, dir)
+		return
+	}
+	_ = r.syncDirName(wt.ctx, dir, name)
+}
+
+// dirGone handles a watched directory that was removed or renamed: nothing
+// is unloaded; the directory is polled for until it is back.
+func (wt *watcher) dirGone(dir string) {
+	r := wt.r
+	err := fmt.Errorf("provider directory %s disappeared; providers keep serving their last good version", dir)
+	r.cfg.logger.Error("provider directory disappeared; providers keep serving their last good version",
+		"dir", dir, "pollEvery", r.cfg.dirPoll)
+	r.emit(Event{Kind: EventWatchError, Source: dir, Err: err})
+	_ = wt.w.Remove(dir) // inotify dropped it already; other backends may not
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(r.cfg.dirPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-wt.ctx.Done():
+				return
+			case <-t.C:
+			}
+			fi, err := os.Stat(dir)
+			if err != nil || !fi.IsDir() {
+				continue
+			}
+			if err := wt.w.Add(dir); err != nil {
+				r.cfg.logger.Warn("provider directory is back but cannot be watched yet", "dir", dir, "error", err)
+				continue
+			}
+			r.cfg.logger.Info("provider directory is back; rescanning", "dir", dir)
+			wt.schedule(dir, "")
+			return
+		}
+	}()
+}
