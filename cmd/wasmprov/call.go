@@ -123,7 +123,7 @@ func runCall(ctx context.Context, args []string) error {
 		result["machineUpdates"] = local.updates
 		result["machine"] = local.machine
 	}
-	return printYAML(os.Stdout, result)
+	return printYAML(stdout, result)
 }
 
 func methodNames() []string {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
@@ -26,7 +25,7 @@ func runDemo(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return demo(ctx, os.Stdout, *module, *cacheDir)
+	return demo(ctx, stdout, *module, *cacheDir)
 }
 
 func demo(ctx context.Context, w io.Writer, module, cacheDir string) error {

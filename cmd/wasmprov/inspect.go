@@ -38,7 +38,7 @@ func runInspect(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := os.Stdout
+	w := stdout
 	fmt.Fprintf(w, "module:        %s\n", fs.Arg(0))
 	fmt.Fprintf(w, "size:          %d bytes\n", info.Size)
 	fmt.Fprintf(w, "sha256:        %s\n", info.SHA256)

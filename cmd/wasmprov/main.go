@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -21,6 +22,9 @@ type command struct {
 }
 
 var commands = map[string]command{}
+
+// stdout is where commands print results; tests replace it.
+var stdout io.Writer = os.Stdout
 
 func register(name, summary string, run func(ctx context.Context, args []string) error) {
 	commands[name] = command{summary: summary, run: run}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wasmprov/wasmprov/internal/testguest"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var buf bytes.Buffer
+	stdout = &buf
+	defer func() { stdout = os.Stdout }()
+	err := commands[args[0]].run(context.Background(), args[1:])
+	return buf.String(), err
+}
+
+func TestCallFake(t *testing.T) {
+	fake := testguest.Build(t, "examples/fake")
+	machine := filepath.Join(testguest.Root(), "examples", "fake", "machine.yaml")
+	cache := testguest.CompilationCacheDir(t)
+
+	out, err := run(t, "call", fake, "Get", "-f", machine, "-cache", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"instance:", "providerID: fake://6c1f7b8e-0f1e-4a43-9d0f-2f4b8f1e6a10", "status: running"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Get output lacks %q:\n%s", want, out)
+		}
+	}
+
+	failing := filepath.Join(t.TempDir(), "m.yaml")
+	b, _ := os.ReadFile(machine)
+	os.WriteFile(failing, bytes.Replace(b, []byte("passValidation: true"), []byte("passValidation: false"), 1), 0o644)
+	_, err = run(t, "call", fake, "Validate", "-f", failing, "-cache", cache)
+	if err == nil || !strings.Contains(err.Error(), "failing validation as requested") {
+		t.Fatalf("Validate of a failing spec: %v", err)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: cluster.k8s.io/v1alpha1\nkind: Machine\nspec:\n  providerSpecc: {}\n"), 0o644)
+	if _, err := run(t, "call", fake, "Validate", "-f", bad, "-cache", cache); err == nil || !strings.Contains(err.Error(), "not a valid Machine manifest") {
+		t.Fatalf("a manifest with an unknown field: %v", err)
+	}
+	if _, err := run(t, "call", fake, "Reboot", "-f", machine, "-cache", cache); err == nil || !strings.Contains(err.Error(), "unknown method") {
+		t.Fatalf("an unknown method: %v", err)
+	}
+}
+
+func TestInspect(t *testing.T) {
+	out, err := run(t, "inspect", testguest.Build(t, "examples/hostcalls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"abi version:   1", "capabilities:  log, http, machine_update, pv_list, config_var",
+		"wasmprov_validate (func (result i32))", "valid:         yes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+	bad := filepath.Join(testguest.Root(), "runtime", "testdata", "abi", "missing_export.wasm")
+	out, err = run(t, "inspect", bad)
+	if err == nil || !strings.Contains(out, `missing export "wasmprov_delete"`) {
+		t.Fatalf("inspect of an invalid module: err=%v\n%s", err, out)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	out, err := run(t, "demo", "-provider", testguest.Build(t, "examples/fake"), "-cache", testguest.CompilationCacheDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"AddDefaults", "Validate", "Create", "Get", "GetCloudConfig", "MachineMetricsLabels", "MigrateUID", "Delete"} {
+		if !strings.Contains(out, "  "+step+" ") {
+			t.Errorf("demo did not run %s:\n%s", step, out)
+		}
+	}
+	if strings.Contains(out, "error:") {
+		t.Errorf("demo reported an error:\n%s", out)
+	}
+}
