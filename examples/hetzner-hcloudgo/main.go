@@ -13,6 +13,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -55,8 +56,15 @@ func convert(resp *hcloud.Response, err error) error {
 		}
 		return ae
 	}
-	if errors.Is(err, hcloud.ErrStatusCode) && resp != nil && resp.Response != nil {
-		return &hzprovider.APIError{Status: resp.StatusCode, Message: err.Error(), RetryAfter: retryAfter(resp)}
+	if errors.Is(err, hcloud.ErrStatusCode) {
+		// An error status without an error object. The All* helpers return
+		// no response; the status is the error's last word.
+		if resp != nil && resp.Response != nil {
+			return &hzprovider.APIError{Status: resp.StatusCode, Message: err.Error(), RetryAfter: retryAfter(resp)}
+		}
+		msg := err.Error()
+		status, _ := strconv.Atoi(msg[strings.LastIndexByte(msg, ' ')+1:])
+		return &hzprovider.APIError{Status: status, Message: msg}
 	}
 	return err
 }
