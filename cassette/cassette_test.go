@@ -164,3 +164,18 @@ func TestBodyRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestIgnoreFields(t *testing.T) {
+	c := &Cassette{Version: Version, Interactions: []Interaction{{
+		Request:  Request{Method: "POST", URL: "http://x.test/v1/ssh_keys", Body: Body(`{"name":"k-1234","public_key":"ssh-ed25519 AAAA1","labels":{"a":"b"}}`)},
+		Response: Response{Status: 201, Body: Body(`{"ssh_key":{"id":1}}`)},
+	}}}
+	rep := NewReplayer(c, Redaction{}, Ignore{Method: "POST", Path: "/ssh_keys", Fields: []string{"name", "public_key"}})
+	if _, _, err := do(t, rep, context.Background(), "POST", "http://x.test/v1/ssh_keys", `{"name":"k-9876","public_key":"ssh-ed25519 BBBB2","labels":{"a":"b"}}`); err != nil {
+		t.Fatalf("ignored fields were compared: %v", err)
+	}
+	rep = NewReplayer(c, Redaction{}, Ignore{Method: "POST", Path: "/ssh_keys", Fields: []string{"name", "public_key"}})
+	if _, _, err := do(t, rep, context.Background(), "POST", "http://x.test/v1/ssh_keys", `{"name":"k-9876","public_key":"x","labels":{"a":"c"}}`); err == nil {
+		t.Fatal("a difference outside the ignored fields matched")
+	}
+}

@@ -18,6 +18,7 @@ import (
 // It never touches the network. It is safe for concurrent use.
 type Replayer struct {
 	redact Redaction
+	ignore []Ignore
 
 	mu         sync.Mutex
 	c          *Cassette
@@ -26,9 +27,64 @@ type Replayer struct {
 }
 
 // NewReplayer returns a Replayer for c. redact must redact what the
-// Recorder redacted (the zero value matches a zero-value Recorder).
-func NewReplayer(c *Cassette, redact Redaction) *Replayer {
-	return &Replayer{redact: redact, c: c, used: make([]bool, len(c.Interactions))}
+// Recorder redacted (the zero value matches a zero-value Recorder). ignore
+// lists request fields that differ from run to run.
+func NewReplayer(c *Cassette, redact Redaction, ignore ...Ignore) *Replayer {
+	return &Replayer{redact: redact, ignore: ignore, c: c, used: make([]bool, len(c.Interactions))}
+}
+
+// Ignore names JSON fields of request bodies whose values legitimately
+// change from run to run — a generated key pair, a random name suffix, a
+// nonce — so replay does not compare them. The fields must still be
+// present. A provider that needs no Ignore rules is the easiest to test.
+type Ignore struct {
+	// Method restricts the rule to one method ("" for any).
+	Method string `json:"method,omitempty"`
+	// Path restricts the rule to URL paths ending in Path ("" for any),
+	// e.g. "/v1/ssh_keys".
+	Path string `json:"path,omitempty"`
+	// Fields are dotted paths into a JSON object body: "public_key",
+	// "metadata.nonce".
+	Fields []string `json:"fields"`
+}
+
+// masked returns req's body with the ignored fields replaced by a marker.
+func (r *Replayer) masked(req Request) Request {
+	var fields []string
+	for _, ig := range r.ignore {
+		if (ig.Method == "" || ig.Method == req.Method) && strings.HasSuffix(pathOf(req.URL), ig.Path) {
+			fields = append(fields, ig.Fields...)
+		}
+	}
+	if len(fields) == 0 || len(req.Body) == 0 {
+		return req
+	}
+	var doc any
+	if err := json.Unmarshal(req.Body, &doc); err != nil {
+		return req
+	}
+	for _, f := range fields {
+		obj, ok := doc.(map[string]any)
+		parts := strings.Split(f, ".")
+		for i, p := range parts {
+			if !ok {
+				break
+			}
+			if i == len(parts)-1 {
+				if _, present := obj[p]; present {
+					obj[p] = "<ignored>"
+				}
+				break
+			}
+			obj, ok = obj[p].(map[string]any)
+		}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return req
+	}
+	req.Body = b
+	return req
 }
 
 // Mismatch is a request that matched no recorded interaction.
@@ -69,7 +125,7 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		body = b
 	}
-	got := Request{Method: req.Method, URL: r.redact.URL(req.URL), Body: r.redact.Body(body)}
+	got := r.masked(Request{Method: req.Method, URL: r.redact.URL(req.URL), Body: r.redact.Body(body)})
 	scope := ScopeFrom(req.Context())
 
 	r.mu.Lock()
@@ -79,7 +135,7 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		if in.Scope != scope || r.used[i] {
 			continue
 		}
-		if matches(in.Request, got) {
+		if matches(r.masked(in.Request), got) {
 			r.used[i] = true
 			return response(req, in.Response), nil
 		}
@@ -97,7 +153,7 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 				break
 			}
 		}
-		m.Diff = Diff(render(r.c.Interactions[best].Request), render(got))
+		m.Diff = Diff(render(r.masked(r.c.Interactions[best].Request)), render(got))
 	}
 	r.mismatches = append(r.mismatches, m)
 	return nil, m

@@ -87,6 +87,9 @@ type Config struct {
 	// such as Authorization are redacted by default). Replay uses the same
 	// redaction to match requests.
 	Redact cassette.Redaction
+	// Ignore lists request fields that change from run to run (a generated
+	// key, a random suffix) and so are not compared on replay.
+	Ignore []cassette.Ignore
 
 	// Checks selects checks by ID or ID prefix ("validate."); empty runs
 	// every check.
@@ -273,7 +276,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.replay = cassette.NewReplayer(c, cfg.Redact)
+		e.replay = cassette.NewReplayer(c, cfg.Redact, cfg.Ignore...)
 		client = &http.Client{Transport: e.replay}
 		cloudURL = CanonicalCloudURL
 		rep.Cloud = "replaying " + cfg.Cassette
