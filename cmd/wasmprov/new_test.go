@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wasmprov/wasmprov/internal/testguest"
+)
+
+// TestAuthoringQuickstart runs the quick start of docs/AUTHORING.md, as
+// written there: build the CLI, scaffold a provider with `wasmprov new`,
+// build it, run `wasmprov conformance` and the project's own tests.
+func TestAuthoringQuickstart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI and a provider project")
+	}
+	root := testguest.Root()
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "AUTHORING.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := quickstart(t, string(doc))
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "WASMPROV_ROOT="+root)
+	out, err := cmd.CombinedOutput()
+	t.Logf("quick start output:\n%s", out)
+	if err != nil {
+		t.Fatalf("the AUTHORING.md quick start failed: %v", err)
+	}
+	if !strings.Contains(string(out), "PASS: 13 passed, 0 failed, 2 skipped") {
+		t.Fatal("wasmprov conformance did not report a pass")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "myprov", "myprov.wasm")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// quickstart extracts the fenced block that follows the
+// "<!-- quickstart -->" marker.
+func quickstart(t *testing.T, doc string) string {
+	_, after, ok := strings.Cut(doc, "<!-- quickstart -->")
+	if !ok {
+		t.Fatal("docs/AUTHORING.md has no <!-- quickstart --> block")
+	}
+	_, after, ok = strings.Cut(after, "```sh\n")
+	block, _, ok2 := strings.Cut(after, "```")
+	if !ok || !ok2 {
+		t.Fatal("the quickstart marker is not followed by a ```sh block")
+	}
+	return block
+}
