@@ -63,3 +63,26 @@ clean:
 fixtures:
 	@command -v wat2wasm >/dev/null || { apt-get update -qq && apt-get install -y -qq wabt; }
 	for f in runtime/testdata/malicious/*.wat; do wat2wasm "$$f" -o "$${f%.wat}.wasm"; done
+
+# ---- provider author kit: C guest, conformance (issue 8) ---------------------
+# Needs Debian's clang lld wasi-libc libclang-rt-dev-wasm32 (C guest) and wabt
+# (the broken .wat provider); `make test` runs the conformance suite against
+# every example provider and every deliberately broken provider (./conformance).
+.PHONY: c-guests conformance
+guests: c-guests
+
+## c-guests: build the C example provider to build/guests/c-fake.wasm
+c-guests: $(BUILD)/guests/c-fake.wasm
+
+$(BUILD)/guests/c-fake.wasm: examples/c-fake/fake.c examples/c-fake/build.sh
+	examples/c-fake/build.sh $(CURDIR)/$@
+
+## conformance: run `wasmprov conformance` against every example provider
+conformance: cli guests
+	cd examples/hetzner && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build $(GUEST_GOFLAGS) -o $(CURDIR)/$(BUILD)/guests/hetzner.wasm .
+	$(BUILD)/wasmprov conformance --profile stateless --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/fake.wasm
+	$(BUILD)/wasmprov conformance --profile stateless --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/c-fake.wasm
+	$(BUILD)/wasmprov conformance --cassette conformance/testdata/cassettes/hetzner.json --secret sim-token \
+	  --ignore 'POST /ssh_keys name,public_key' \
+	  --spec '{"cloudProvider":"hetzner","operatingSystem":"ubuntu","sshPublicKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],"cloudProviderSpec":{"token":"sim-token","serverType":"cx22","location":"fsn1","image":"ubuntu-24.04","endpoint":"$${CLOUD_URL}/v1"}}' \
+	  $(BUILD)/guests/hetzner.wasm

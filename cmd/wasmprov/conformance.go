@@ -50,9 +50,10 @@ Checks:
 	cloudURL := fs.String("cloud-url", "", "a live cloud or simulator; with --cassette and --record, the recording target")
 	cass := fs.String("cassette", "", "replay this cassette offline (or write it with --record)")
 	record := fs.Bool("record", false, "record the HTTP traffic into --cassette, from --cloud-url")
-	var secrets, checks, hosts listFlag
+	var secrets, checks, hosts, ignores listFlag
 	fs.Var(&secrets, "secret", "a secret value to redact from a recording (repeatable)")
 	fs.Var(&checks, "check", "run only this check ID or ID prefix (repeatable)")
+	fs.Var(&ignores, "ignore", "on replay, do not compare these request body fields: 'METHOD PATH-SUFFIX field,field' (repeatable)")
 	fs.Var(&hosts, "allow-host", "add a host to the policy's allowed hosts (repeatable)")
 	policyFile := fs.String("policy", "", "a JSON policy file (runtime.Policy) to run the provider under")
 	junit := fs.String("junit", "", "write a JUnit XML report to this file")
@@ -82,6 +83,14 @@ Checks:
 		}
 		spec = b
 	}
+	var ignore []cassette.Ignore
+	for _, s := range ignores {
+		f := strings.Fields(s)
+		if len(f) != 3 {
+			return fmt.Errorf("--ignore %q: want 'METHOD PATH-SUFFIX field,field'", s)
+		}
+		ignore = append(ignore, cassette.Ignore{Method: f[0], Path: f[1], Fields: strings.Split(f[2], ",")})
+	}
 	var policy runtime.Policy
 	if *policyFile != "" {
 		b, err := os.ReadFile(*policyFile)
@@ -106,6 +115,7 @@ Checks:
 		Cassette:            *cass,
 		Record:              *record,
 		Redact:              cassette.Redaction{Secrets: secrets},
+		Ignore:              ignore,
 		Checks:              checks,
 		Seed:                *seed,
 		FuzzMachines:        *fuzzN,
