@@ -1,3 +1,5 @@
+//go:build wasip1
+
 // Command extism is benchprov as an Extism plugin, built with the standard
 // Go toolchain (the Extism Go PDK is not on the module proxy, so its few
 // imports are declared here by hand):

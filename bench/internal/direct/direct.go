@@ -58,8 +58,17 @@ type Instance struct {
 // Instantiate creates an instance configured like the runtime's (GOGC=50,
 // _initialize as start function, no clocks).
 func (m *Module) Instantiate(ctx context.Context) (*Instance, error) {
-	mod, err := m.rt.InstantiateModule(ctx, m.compiled, wazero.NewModuleConfig().
-		WithName("").WithStartFunctions(abi.ExportInitialize).WithEnv("GOGC", "50"))
+	return m.InstantiateEnv(ctx, "GOGC", "50")
+}
+
+// InstantiateEnv is Instantiate with other environment variables
+// (key, value pairs), e.g. "GOGC", "200".
+func (m *Module) InstantiateEnv(ctx context.Context, kv ...string) (*Instance, error) {
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(abi.ExportInitialize)
+	for i := 0; i+1 < len(kv); i += 2 {
+		cfg = cfg.WithEnv(kv[i], kv[i+1])
+	}
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		return nil, err
 	}
