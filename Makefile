@@ -86,3 +86,22 @@ conformance: cli guests
 	  --ignore 'POST /ssh_keys name,public_key' \
 	  --spec '{"cloudProvider":"hetzner","operatingSystem":"ubuntu","sshPublicKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],"cloudProviderSpec":{"token":"sim-token","serverType":"cx22","location":"fsn1","image":"ubuntu-24.04","endpoint":"$${CLOUD_URL}/v1"}}' \
 	  $(BUILD)/guests/hetzner.wasm
+
+# ---- side-by-side benchmarks against native Go, Extism, go-plugin (issue 6) --
+# Owned by the bench/ module's author; the lead's `bench` target above may
+# call bench-compare. The bench module is separate (bench/go.mod), so its
+# dependencies (go-plugin, Extism, gRPC) never reach users.
+.PHONY: bench-compare bench-smoke
+BENCH_COUNT ?= 5
+BENCH_TIME ?= 1s
+
+## bench-compare: run the side-by-side benchmarks (minutes) and write build/bench/report.md
+bench-compare:
+	@mkdir -p $(BUILD)/bench
+	cd bench && $(GO) run ./cmd/report -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) \
+	  -raw $(CURDIR)/$(BUILD)/bench/compare.txt -out $(CURDIR)/$(BUILD)/bench/report.md
+
+## bench-smoke: build the bench module and run every benchmark once (CI)
+bench-smoke:
+	cd bench && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./guests/... ./benchprov/...
+	cd bench && $(GO) test -count=1 -run TestContenders -bench . -benchtime=1x -timeout 30m .
