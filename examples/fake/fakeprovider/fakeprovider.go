@@ -11,7 +11,6 @@ package fakeprovider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/wasmprov/wasmprov/guests/go/provider"
@@ -31,7 +30,8 @@ func spec(s provider.MachineSpec) (CloudProviderSpec, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if err := json.Unmarshal(c.CloudProviderSpec, &cfg); err != nil {
+	// DecodeFields reads the one member the fake needs without reflection.
+	if err := provider.DecodeFields(c.CloudProviderSpec, provider.Fields{"passValidation": &cfg.PassValidation}); err != nil {
 		return cfg, provider.Terminal(provider.InvalidConfiguration, "failed to decode cloudProviderSpec: %v", err)
 	}
 	return cfg, nil

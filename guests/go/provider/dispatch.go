@@ -151,7 +151,7 @@ func inputSpec(h Host) (MachineSpec, error) {
 	if err != nil {
 		return spec, err
 	}
-	if err := json.Unmarshal(b, &spec); err != nil {
+	if err := decodeMachineSpec(b, &spec); err != nil {
 		return spec, Terminal(InvalidConfiguration, "failed to decode machine spec: %v", err)
 	}
 	return spec, nil
@@ -163,7 +163,7 @@ func inputMachine(h Host) (*Machine, error) {
 		return nil, err
 	}
 	m := new(Machine)
-	if err := json.Unmarshal(b, m); err != nil {
+	if err := decodeMachine(b, m); err != nil {
 		return nil, Terminal(InvalidConfiguration, "failed to decode machine: %v", err)
 	}
 	return m, nil

@@ -26,7 +26,7 @@ func UpdateMachine(ctx context.Context, u MachineUpdate) (*Machine, error) {
 		return nil, err
 	}
 	m := new(Machine)
-	if err := json.Unmarshal(b, m); err != nil {
+	if err := decodeMachine(b, m); err != nil {
 		return nil, fmt.Errorf("decoding updated machine: %w", err)
 	}
 	return m, nil

@@ -91,7 +91,7 @@ func DecodeConfig(spec MachineSpec) (Config, error) {
 	if len(spec.ProviderSpec.Value) == 0 || string(spec.ProviderSpec.Value) == "null" {
 		return c, Terminal(InvalidConfiguration, "machine.spec.providerSpec.value is empty")
 	}
-	if err := json.Unmarshal(spec.ProviderSpec.Value, &c); err != nil {
+	if err := decodeConfig(spec.ProviderSpec.Value, &c); err != nil {
 		return c, Terminal(InvalidConfiguration, "failed to decode providerSpec.value: %v", err)
 	}
 	return c, nil
