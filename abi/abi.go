@@ -104,13 +104,13 @@ func (m Method) Valid() bool { return m >= MethodAddDefaults && m <= MethodMigra
 func (m Method) Inputs() []Input {
 	switch m {
 	case MethodAddDefaults, MethodValidate, MethodGetCloudConfig:
-		return []Input{InputSpec, InputProviderSpec}
+		return []Input{InputSpec, InputProviderSpec, InputLogLevel}
 	case MethodCreate:
-		return []Input{InputMachine, InputSpec, InputProviderSpec, InputUserdata}
+		return []Input{InputMachine, InputSpec, InputProviderSpec, InputUserdata, InputLogLevel}
 	case MethodMigrateUID:
-		return []Input{InputMachine, InputSpec, InputProviderSpec, InputNewUID}
+		return []Input{InputMachine, InputSpec, InputProviderSpec, InputNewUID, InputLogLevel}
 	case MethodGet, MethodDelete, MethodMachineMetricsLabels:
-		return []Input{InputMachine, InputSpec, InputProviderSpec}
+		return []Input{InputMachine, InputSpec, InputProviderSpec, InputLogLevel}
 	}
 	return nil
 }
@@ -170,6 +170,10 @@ const (
 	InputUserdata Input = 4
 	// InputNewUID is the new UID argument of MigrateUID, raw bytes.
 	InputNewUID Input = 5
+	// InputLogLevel is the lowest log level the host records, as a decimal
+	// (-4 debug, 0 info, 4 warn, 8 error). A guest checks it before building
+	// a log record, so disabled debug logging costs nothing.
+	InputLogLevel Input = 6
 )
 
 // String names the input part.
@@ -185,6 +189,8 @@ func (i Input) String() string {
 		return "userdata"
 	case InputNewUID:
 		return "new_uid"
+	case InputLogLevel:
+		return "log_level"
 	}
 	return "Input(" + strconv.Itoa(int(i)) + ")"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -46,7 +47,7 @@ type Call struct {
 	// call.
 	ctx context.Context
 
-	inputs  [abi.InputNewUID + 1][]byte
+	inputs  [abi.InputLogLevel + 1][]byte
 	pending []byte
 
 	// Output is the result document set by the guest's "output".
@@ -96,7 +97,7 @@ func (c *Call) spec() *clusterv1alpha1.MachineSpec {
 // Input returns an input part, encoding it on first use. Parts are cached
 // for the call: a guest that asks twice pays once.
 func (c *Call) Input(part abi.Input) ([]byte, error) {
-	if part < abi.InputMachine || part > abi.InputNewUID || !offered(c.Method, part) {
+	if part < abi.InputMachine || part > abi.InputLogLevel || !offered(c.Method, part) {
 		return nil, errorf(abi.ErrnoUnavailable, "input %s is not available in %s", part, c.Method)
 	}
 	if b := c.inputs[part]; b != nil {
@@ -142,6 +143,8 @@ func (c *Call) encodeInput(part abi.Input) ([]byte, error) {
 		return []byte(c.Userdata), nil
 	case abi.InputNewUID:
 		return []byte(c.NewUID), nil
+	case abi.InputLogLevel:
+		return []byte(strconv.Itoa(int(c.minLogLevel()))), nil
 	}
 	return nil, errorf(abi.ErrnoInvalid, "unknown input part %d", part)
 }
@@ -192,6 +195,17 @@ func (c *Call) SetOutput(b []byte) error {
 	}
 	c.Output = append(c.Output[:0], b...)
 	return nil
+}
+
+// minLogLevel is the lowest slog level the provider's logger records.
+func (c *Call) minLogLevel() slog.Level {
+	l := c.Env.logger()
+	for _, lvl := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn} {
+		if l.Enabled(c.ctx, lvl) {
+			return lvl
+		}
+	}
+	return slog.LevelError
 }
 
 // logger returns the call's logger: the provider's (which carries the

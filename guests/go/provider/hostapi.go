@@ -122,7 +122,22 @@ func Logger(ctx context.Context) *slog.Logger {
 	if err != nil {
 		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(&logHandler{host: h})
+	return slog.New(&logHandler{host: h, min: hostLogLevel(h)})
+}
+
+// hostLogLevel asks the host for its lowest recorded level, so that records
+// it would drop are never built: in a guest, building a slog record (caller
+// PCs, time, attributes) costs tens of microseconds.
+func hostLogLevel(h Host) slog.Level {
+	b, err := h.Input(abi.InputLogLevel)
+	if err != nil {
+		return slog.LevelDebug // an older host: send everything
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		return slog.LevelDebug
+	}
+	return slog.Level(n)
 }
 
 // logHandler is a slog.Handler over the host's log function. Attributes
@@ -130,11 +145,12 @@ func Logger(ctx context.Context) *slog.Logger {
 // how the host's handlers show them anyway.
 type logHandler struct {
 	host   Host
+	min    slog.Level
 	attrs  map[string]any
 	prefix string
 }
 
-func (l *logHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logHandler) Enabled(_ context.Context, level slog.Level) bool { return level >= l.min }
 
 func (l *logHandler) Handle(_ context.Context, r slog.Record) error {
 	obj := make(map[string]any, len(l.attrs)+r.NumAttrs())
