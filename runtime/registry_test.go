@@ -491,7 +491,7 @@ func TestRegistryDrainsOldVersion(t *testing.T) {
 	}
 	slow := make(chan result, 1)
 	go func() {
-		v, err := version(ctx, h, map[string]string{"spin": "300"})
+		v, err := version(ctx, h, map[string]string{"spin": "15"})
 		slow <- result{v, err}
 	}()
 	waitFor(t, 5*time.Second, "slow call in flight", func() bool { _, _, inUse, _ := old.PoolStats(); return inUse == 1 })
