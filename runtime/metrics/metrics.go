@@ -1,0 +1,159 @@
+// Package metrics exposes a wasmprov runtime and registry to Prometheus.
+//
+//	c := metrics.New()
+//	rt, _ := runtime.New(ctx, runtime.WithCallObserver(c.ObserveCall))
+//	reg := runtime.NewRegistry(rt)
+//	c.SetRegistry(reg)
+//	prometheus.MustRegister(c)
+//
+// Call metrics come from the runtime's call observer; pool, instance,
+// reload and version metrics are read from the registry at scrape time.
+package metrics
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/runtime"
+)
+
+// Metric names.
+const (
+	CallsTotal              = "wasmprov_provider_calls_total"
+	CallErrorsTotal         = "wasmprov_provider_call_errors_total"
+	CallDurationSeconds     = "wasmprov_provider_call_duration_seconds"
+	CallRetriesTotal        = "wasmprov_provider_call_retries_total"
+	PoolSize                = "wasmprov_provider_pool_size"
+	PoolInstances           = "wasmprov_provider_pool_instances"
+	PoolInUse               = "wasmprov_provider_pool_in_use"
+	InstancesCreatedTotal   = "wasmprov_provider_instances_created_total"
+	InstancesDiscardedTotal = "wasmprov_provider_instances_discarded_total"
+	ReloadsTotal            = "wasmprov_provider_reloads_total"
+	Draining                = "wasmprov_provider_draining_versions"
+	Serving                 = "wasmprov_provider_serving"
+	Info                    = "wasmprov_provider_info"
+)
+
+// DefaultBuckets suit provider calls: tens of microseconds for a local
+// method, up to minutes for a cloud API that creates a machine.
+var DefaultBuckets = []float64{.0001, .0005, .001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+// Collector is a prometheus.Collector for a runtime and its registry.
+type Collector struct {
+	calls    *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	retries  *prometheus.CounterVec
+
+	reg atomic.Pointer[runtime.Registry]
+
+	poolSize, instances, inUse, created, discarded, reloads, draining, serving, info *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct{ buckets []float64 }
+
+// WithBuckets sets the call latency histogram's buckets (seconds).
+func WithBuckets(b []float64) Option { return func(o *options) { o.buckets = b } }
+
+// New returns a Collector. Feed it calls with ObserveCall (install it with
+// runtime.WithCallObserver) and give it the registry with SetRegistry.
+func New(opts ...Option) *Collector {
+	o := options{buckets: DefaultBuckets}
+	for _, f := range opts {
+		f(&o)
+	}
+	pm := []string{"provider", "method"}
+	p := []string{"provider"}
+	return &Collector{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: CallsTotal,
+			Help: "Provider method calls finished, by provider and method."}, pm),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: CallErrorsTotal,
+			Help: "Provider method calls that failed, by class: terminal, not-found, transient, trap, timeout, canceled, bad-result, other."},
+			[]string{"provider", "method", "class"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: CallDurationSeconds,
+			Help: "Provider method call latency, including the wait for a free instance.", Buckets: o.buckets}, pm),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: CallRetriesTotal,
+			Help: "Calls that reached a version closed by a reload before they started and were sent to the new version (not failures)."}, pm),
+		poolSize:  prometheus.NewDesc(PoolSize, "Instance cap of the serving version.", p, nil),
+		instances: prometheus.NewDesc(PoolInstances, "Live instances, serving and draining versions.", p, nil),
+		inUse:     prometheus.NewDesc(PoolInUse, "Instances running a call.", p, nil),
+		created:   prometheus.NewDesc(InstancesCreatedTotal, "Instances created, over every version.", p, nil),
+		discarded: prometheus.NewDesc(InstancesDiscardedTotal, "Instances discarded after a trap, timeout, panic or their call budget, over every version.", p, nil),
+		reloads:   prometheus.NewDesc(ReloadsTotal, "Version loads (the first one included), by result: ok or failed (rejected; the previous version kept serving).", []string{"provider", "result"}, nil),
+		draining:  prometheus.NewDesc(Draining, "Replaced or removed versions still finishing calls.", p, nil),
+		serving:   prometheus.NewDesc(Serving, "1 if a version of the provider is serving, 0 if it was removed or never loaded.", p, nil),
+		info:      prometheus.NewDesc(Info, "The serving version: its module's sha256 and where it came from.", []string{"provider", "sha256", "source"}, nil),
+	}
+}
+
+// SetRegistry makes the collector report reg's providers.
+func (c *Collector) SetRegistry(reg *runtime.Registry) { c.reg.Store(reg) }
+
+// ObserveCall is a runtime.CallObserver.
+func (c *Collector) ObserveCall(provider string, method abi.Method, d time.Duration, err error) {
+	m := method.String()
+	if errors.Is(err, runtime.ErrProviderClosed) {
+		// Nothing ran; a registry Handle sends the call to the new version,
+		// which reports it again.
+		c.retries.WithLabelValues(provider, m).Inc()
+		return
+	}
+	c.calls.WithLabelValues(provider, m).Inc()
+	c.duration.WithLabelValues(provider, m).Observe(d.Seconds())
+	if err != nil {
+		class := string(runtime.ErrorClass(err))
+		if class == "" {
+			class = "other"
+		}
+		c.errors.WithLabelValues(provider, m, class).Inc()
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	c.calls.Describe(ch)
+	c.errors.Describe(ch)
+	c.duration.Describe(ch)
+	c.retries.Describe(ch)
+	for _, d := range []*prometheus.Desc{c.poolSize, c.instances, c.inUse, c.created, c.discarded, c.reloads, c.draining, c.serving, c.info} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.calls.Collect(ch)
+	c.errors.Collect(ch)
+	c.duration.Collect(ch)
+	c.retries.Collect(ch)
+	reg := c.reg.Load()
+	if reg == nil {
+		return
+	}
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	for _, s := range reg.Status() {
+		n := s.Name
+		ch <- prometheus.MustNewConstMetric(c.poolSize, gauge, float64(s.PoolSize), n)
+		ch <- prometheus.MustNewConstMetric(c.instances, gauge, float64(s.Instances), n)
+		ch <- prometheus.MustNewConstMetric(c.inUse, gauge, float64(s.InUse), n)
+		ch <- prometheus.MustNewConstMetric(c.created, counter, float64(s.InstancesCreated), n)
+		ch <- prometheus.MustNewConstMetric(c.discarded, counter, float64(s.InstancesDiscarded), n)
+		ch <- prometheus.MustNewConstMetric(c.reloads, counter, float64(s.ReloadsOK), n, "ok")
+		ch <- prometheus.MustNewConstMetric(c.reloads, counter, float64(s.ReloadsFailed), n, "failed")
+		ch <- prometheus.MustNewConstMetric(c.draining, gauge, float64(s.Draining), n)
+		serving := 0.0
+		if s.Serving {
+			serving = 1
+			ch <- prometheus.MustNewConstMetric(c.info, gauge, 1, n, s.SHA256, s.Source)
+		}
+		ch <- prometheus.MustNewConstMetric(c.serving, gauge, serving, n)
+	}
+}
