@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wasmprov/wasmprov/internal/testguest"
+)
+
+// syncBuffer is a log sink the test reads while serve writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServe runs `wasmprov serve` end to end: JSON logs, readiness, a call
+// through the JSON API, metrics, and a hot reload of a file dropped in.
+func TestServe(t *testing.T) {
+	fake, err := os.ReadFile(testguest.Build(t, "examples/fake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "fake.wasm"), fake, 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.wasm"), []byte("not wasm"), 0o644)
+
+	logs := &syncBuffer{}
+	serveLogOutput = logs
+	defer func() { serveLogOutput = os.Stderr }()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, []string{"--dir", dir, "--addr", "127.0.0.1:0", "--log-format", "json",
+			"--cache", testguest.CompilationCacheDir(t), "--debounce", "20ms"})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+
+	// The address and readiness come from the (JSON) log.
+	var base string
+	deadline := time.Now().Add(60 * time.Second)
+	for base == "" || !strings.Contains(logs.String(), `"msg":"ready"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not get ready:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+		sc := bufio.NewScanner(strings.NewReader(logs.String()))
+		for sc.Scan() {
+			var rec map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				t.Fatalf("log line is not JSON: %q", sc.Text())
+			}
+			if rec["msg"] == "serving" {
+				base = "http://" + rec["addr"].(string)
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), "provider version rejected") || !strings.Contains(logs.String(), "broken") {
+		t.Errorf("no log line for the broken module:\n%s", logs.String())
+	}
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	post := func(path, body string) (int, map[string]any) {
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, out
+	}
+
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, `"ready": true`) || !strings.Contains(body, `"name": "fake"`) {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+
+	machine := `{"machine": {"metadata": {"name": "m1", "uid": "u1"}, "spec": {"providerSpec": {"value": {"cloudProvider": "fake", "cloudProviderSpec": {"passValidation": true}}}}}}`
+	code, out := post("/v1/providers/fake/Validate", machine)
+	if code != 200 || out["error"] != nil {
+		t.Fatalf("Validate: %d %v", code, out)
+	}
+	code, out = post("/v1/providers/fake/Get", machine)
+	if res, _ := out["result"].(map[string]any); code != 200 || res["providerID"] != "fake://u1" {
+		t.Fatalf("Get: %d %v", code, out)
+	}
+	failing := strings.Replace(machine, `"passValidation": true`, `"passValidation": false`, 1)
+	if code, out = post("/v1/providers/fake/Validate", failing); code != 422 || out["class"] != "transient" {
+		t.Fatalf("failing Validate: %d %v", code, out)
+	}
+	if code, _ = post("/v1/providers/nope/Validate", machine); code != 404 {
+		t.Fatalf("unknown provider: %d", code)
+	}
+	if code, _ = post("/v1/providers/fake/Teleport", machine); code != 400 {
+		t.Fatalf("unknown method: %d", code)
+	}
+
+	code, metricsText := get("/metrics")
+	for _, want := range []string{
+		`wasmprov_provider_calls_total{method="Validate",provider="fake"} 2`,
+		`wasmprov_provider_call_errors_total{class="transient",method="Validate",provider="fake"} 1`,
+		`wasmprov_provider_reloads_total{provider="broken",result="failed"} 1`,
+		`wasmprov_provider_info{provider="fake",sha256="`,
+		`wasmprov_provider_call_duration_seconds_bucket{method="Get",provider="fake"`,
+		`go_goroutines`,
+	} {
+		if code != 200 || !strings.Contains(metricsText, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	// Hot reload: a new provider dropped into the directory is served.
+	os.WriteFile(filepath.Join(dir, ".copy.tmp"), fake, 0o644)
+	os.Rename(filepath.Join(dir, ".copy.tmp"), filepath.Join(dir, "fake2.wasm"))
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		code, out = post("/v1/providers/fake2/Validate", machine)
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fake2 never served: %d %v", code, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out = post("/v1/providers/fake2/reload", ""); code != 200 || out["sha256"] == "" {
+		t.Fatalf("reload: %d %v", code, out)
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	if err := runServe(context.Background(), nil); err == nil {
+		t.Error("serve without --dir succeeded")
+	}
+	if err := runServe(context.Background(), []string{"--dir", filepath.Join(t.TempDir(), "missing"), "--addr", "127.0.0.1:0", "--cache", ""}); err == nil || !strings.Contains(err.Error(), "provider directory") {
+		t.Errorf("missing directory: %v", err)
+	}
+	if err := runServe(context.Background(), []string{"--dir", t.TempDir(), "--log-format", "xml"}); err == nil {
+		t.Error("--log-format xml accepted")
+	}
+}
