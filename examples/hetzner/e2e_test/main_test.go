@@ -148,6 +148,18 @@ func (f *fixture) spec(extra map[string]any) map[string]any {
 
 // machine makes a stored Machine with a fresh UID.
 func (f *fixture) machine(name string, extra map[string]any) *clusterv1alpha1.Machine {
+	return f.machineB(f.t, name, extra)
+}
+
+func (f *fixture) machineB(_ testing.TB, name string, extra ...map[string]any) *clusterv1alpha1.Machine {
+	var x map[string]any
+	if len(extra) > 0 {
+		x = extra[0]
+	}
+	return f.newMachine(name, x)
+}
+
+func (f *fixture) newMachine(name string, extra map[string]any) *clusterv1alpha1.Machine {
 	n := uidSeq.Add(1)
 	name = fmt.Sprintf("%s-%d", name, n)
 	m := hetznertest.Machine(name, fmt.Sprintf("uid-%d-%d", n, time.Now().UnixNano()), "ubuntu", f.spec(extra))
