@@ -1,0 +1,28 @@
+;; Declares no capability, imports log and http_do anyway and calls both in
+;; Get. It returns 0 with a valid instance when both answered
+;; not-declared (-1), else 101 or 102.
+(module
+  (import "wasmprov_v1" "output" (func $output (param i32 i32) (result i32)))
+  (import "wasmprov_v1" "log" (func $log (param i32 i32 i32 i32 i32) (result i32)))
+  (import "wasmprov_v1" "http_do" (func $http_do (param i32 i32 i32 i32) (result i64)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"name\":\"x\",\"id\":\"x\",\"status\":\"running\"}")
+  (data (i32.const 100) "{\"method\":\"GET\",\"url\":\"https://169.254.169.254/latest/meta-data/\"}")
+  (data (i32.const 200) "exfiltrate")
+  (func (export "wasmprov_abi_version") (result i32) (i32.const 1))
+  (func (export "wasmprov_capabilities") (result i64) (i64.const 0))
+  (func (export "wasmprov_add_defaults") (result i32) (i32.const 0))
+  (func (export "wasmprov_validate") (result i32) (i32.const 0))
+  (func (export "wasmprov_get") (result i32)
+    (if (i32.ne (call $log (i32.const 8) (i32.const 200) (i32.const 10) (i32.const 0) (i32.const 0)) (i32.const -1))
+      (then (return (i32.const 101))))
+    (if (i64.ne (call $http_do (i32.const 100) (i32.const 66) (i32.const 300) (i32.const 1000)) (i64.const -1))
+      (then (return (i32.const 102))))
+    (drop (call $output (i32.const 0) (i32.const 40)))
+    (i32.const 0))
+  (func (export "wasmprov_get_cloud_config") (result i32) (i32.const 0))
+  (func (export "wasmprov_create") (result i32) (i32.const 0))
+  (func (export "wasmprov_delete") (result i32) (i32.const 0))
+  (func (export "wasmprov_machine_metrics_labels") (result i32) (i32.const 0))
+  (func (export "wasmprov_migrate_uid") (result i32) (i32.const 0))
+)
