@@ -1,0 +1,278 @@
+// Package controller reconciles cluster.k8s.io/v1alpha1 Machines with
+// machine-controller's semantics, using any cloud.ContextProvider — in
+// particular the WebAssembly providers of package runtime — found by the
+// Machine's providerSpec.value.cloudProvider.
+//
+// It is built on plain client-go: a shared informer for Machines (through a
+// small typed REST client, RESTMachineClient), a shared informer for
+// PersistentVolumes (the PVLister providers get), a rate-limited workqueue,
+// N workers, and optional leader election with a Lease lock. See
+// RATIONALE.md for why not controller-runtime.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// FinalizerDeleteInstance is machine-controller's finalizer: present while
+// the cloud instance may exist, removed once the provider no longer finds it.
+const FinalizerDeleteInstance = "machine-delete-finalizer"
+
+// Options configures a Controller. Machines and Providers are required.
+type Options struct {
+	// Machines reads and writes Machines (NewRESTMachineClient).
+	Machines MachineClient
+	// Kube is used for the PersistentVolume informer (the providers'
+	// PVLister) and for the leader election Lease. Optional without leader
+	// election: providers then get no PVLister.
+	Kube kubernetes.Interface
+	// Providers resolves providerSpec.value.cloudProvider.
+	Providers ProviderSource
+	// Userdata renders Create's userdata (default PlaceholderUserdata).
+	Userdata UserdataSource
+	// Namespace limits the controller to one namespace ("" = all).
+	Namespace string
+	// Workers is the number of concurrent reconciles (default 5, as
+	// machine-controller).
+	Workers int
+	// ResyncPeriod re-enqueues every Machine periodically (default 10m).
+	ResyncPeriod time.Duration
+	// PollInterval is how soon a Machine is looked at again while its
+	// instance is being created or deleted (default 5s).
+	PollInterval time.Duration
+	// ShutdownTimeout is how long in-flight reconciles (and their provider
+	// calls) may run after the context is cancelled before their calls are
+	// cancelled too (default 30s).
+	ShutdownTimeout time.Duration
+	// RateLimiter paces retries of failing Machines (default: per-item
+	// exponential backoff 500ms..5m combined with an overall 10 qps/100
+	// burst bucket, like client-go's default controller limiter).
+	RateLimiter workqueue.TypedRateLimiter[string]
+	// Registerer receives the controller's metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Controller reconciles Machines. Create it with New and start it once
+// with Run or RunWithLeaderElection.
+type Controller struct {
+	opts     Options
+	log      *slog.Logger
+	informer cache.SharedIndexInformer
+	pvInf    informers.SharedInformerFactory
+	pvLister listerscorev1.PersistentVolumeLister
+	queue    workqueue.TypedRateLimitingInterface[string]
+	metrics  *metrics
+	started  atomic.Bool
+	inFlight sync.WaitGroup
+}
+
+// New validates opts and builds the controller's informers and queue.
+func New(opts Options) (*Controller, error) {
+	if opts.Machines == nil || opts.Providers == nil {
+		return nil, errors.New("controller: Options.Machines and Options.Providers are required")
+	}
+	if opts.Userdata == nil {
+		opts.Userdata = PlaceholderUserdata
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 5
+	}
+	if opts.ResyncPeriod <= 0 {
+		opts.ResyncPeriod = 10 * time.Minute
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 5 * time.Second
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = DefaultRateLimiter()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Controller{opts: opts, log: opts.Logger}
+	mc, ns := opts.Machines, opts.Namespace
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return mc.List(ctx, ns, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return mc.Watch(ctx, ns, o)
+		},
+	}
+	// A MachineClient that cannot stream a watch-list (a test fake) says so
+	// with IsWatchListSemanticsUnSupported, and the reflector lists instead.
+	c.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, mc),
+		&clusterv1alpha1.Machine{}, opts.ResyncPeriod,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "machines"})
+	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, n any) { c.enqueue(n) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	if opts.Kube != nil {
+		c.pvInf = informers.NewSharedInformerFactory(opts.Kube, opts.ResyncPeriod)
+		c.pvLister = c.pvInf.Core().V1().PersistentVolumes().Lister()
+	}
+	c.metrics = newMetrics(c)
+	if opts.Registerer != nil {
+		if err := c.metrics.register(opts.Registerer); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// DefaultRateLimiter is the default Options.RateLimiter.
+func DefaultRateLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		c.log.Error("cannot key object", "err", err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// HasSynced reports whether the Machine informer has synced.
+func (c *Controller) HasSynced() bool { return c.informer.HasSynced() }
+
+// Run starts the informers and the workers and blocks until ctx is
+// cancelled. It then stops taking new work, lets reconciles in flight
+// finish — their provider calls keep running for up to ShutdownTimeout —
+// and returns. Run may be called once.
+func (c *Controller) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("controller: Run called twice")
+	}
+	defer c.queue.ShutDown()
+
+	// Informers outlive ctx until the workers are done: a Delete in flight
+	// may still list PersistentVolumes.
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	var informers sync.WaitGroup
+	defer func() {
+		stopInformers()
+		informers.Wait()
+		if c.pvInf != nil {
+			c.pvInf.Shutdown()
+		}
+	}()
+	informers.Go(func() { c.informer.RunWithContext(infCtx) })
+	synced := []cache.InformerSynced{c.informer.HasSynced}
+	if c.pvInf != nil {
+		pvInformer := c.pvInf.Core().V1().PersistentVolumes().Informer()
+		synced = append(synced, pvInformer.HasSynced)
+		c.pvInf.Start(infCtx.Done())
+	}
+	c.log.Info("controller starting", "workers", c.opts.Workers, "namespace", c.opts.Namespace)
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("controller: caches did not sync: %w", context.Cause(ctx))
+	}
+
+	// Provider calls run on callCtx: not cancelled with ctx, so that an
+	// in-flight Create is not torn down half-way, but cancelled once the
+	// shutdown grace period has passed.
+	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelCalls()
+	var workers sync.WaitGroup
+	for range c.opts.Workers {
+		workers.Go(func() {
+			for c.processNext(ctx, callCtx) {
+			}
+		})
+	}
+	c.metrics.workers.Set(float64(c.opts.Workers))
+	c.log.Info("controller started")
+
+	<-ctx.Done()
+	c.log.Info("controller stopping: waiting for reconciles in flight", "grace", c.opts.ShutdownTimeout)
+	c.queue.ShutDown()
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(c.opts.ShutdownTimeout):
+		c.log.Warn("shutdown grace period passed: cancelling provider calls in flight")
+		cancelCalls()
+		<-done
+	}
+	c.metrics.workers.Set(0)
+	c.log.Info("controller stopped")
+	return nil
+}
+
+// processNext handles one key. It returns false when the worker should
+// exit: the queue is shut down, or stop is done (a key taken after that is
+// left for the next leader or the next start).
+func (c *Controller) processNext(stop, callCtx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	if stop.Err() != nil {
+		return false
+	}
+	c.inFlight.Add(1)
+	defer c.inFlight.Done()
+	start := time.Now()
+	res, err := c.reconcile(callCtx, key)
+	c.metrics.reconcileDuration.Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		c.metrics.reconciles.WithLabelValues("error").Inc()
+		c.metrics.errors.Inc()
+		if d, ok := retryAfter(err); ok {
+			c.log.Info("reconcile failed, retrying after the provider's hint", "machine", key, "after", d, "err", err)
+			c.queue.AddAfter(key, d)
+		} else {
+			c.log.Info("reconcile failed, retrying with backoff", "machine", key, "retries", c.queue.NumRequeues(key), "err", err)
+			c.queue.AddRateLimited(key)
+		}
+	case res.terminal:
+		c.metrics.reconciles.WithLabelValues("terminal").Inc()
+		c.queue.Forget(key)
+	case res.requeueAfter > 0:
+		c.metrics.reconciles.WithLabelValues("requeue").Inc()
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, res.requeueAfter)
+	default:
+		c.metrics.reconciles.WithLabelValues("success").Inc()
+		c.queue.Forget(key)
+	}
+	return true
+}

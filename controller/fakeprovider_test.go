@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/apis/providerconfig"
+	"github.com/wasmprov/wasmprov/cloud"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
+	"github.com/wasmprov/wasmprov/cloud/instance"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// memCloud is a cloud.ContextProvider backed by a map: one server per
+// Machine UID. Its spec is {"size": "...", "invalid": bool}.
+type memCloud struct {
+	mu      sync.Mutex
+	servers map[types.UID]*instance.Static
+	creates int
+	deletes int
+	// finalizersAtCreate records the Machine's finalizers as Create saw them.
+	finalizersAtCreate [][]string
+	// failGet makes the next N Get calls fail with failErr.
+	failGet int
+	failErr error
+	// createStarted/createRelease, when set, block Create until released.
+	createStarted chan struct{}
+	createRelease chan struct{}
+	createCtxErr  error
+	// pvsAtDelete records how many PVs the PVLister showed in Delete.
+	pvsAtDelete int
+	// deleteSteps: Delete marks the server deleting; it disappears after
+	// that many further Get calls.
+	deleteSteps int
+	deleting    map[types.UID]int
+}
+
+type memSpec struct {
+	Size    string `json:"size"`
+	Invalid bool   `json:"invalid"`
+}
+
+func newMemCloud() *memCloud {
+	return &memCloud{servers: map[types.UID]*instance.Static{}, deleting: map[types.UID]int{}}
+}
+
+func memSpecOf(s clusterv1alpha1.MachineSpec) (memSpec, error) {
+	var out memSpec
+	cfg, err := providerconfig.GetConfig(s.ProviderSpec.Value)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(cfg.CloudProviderSpec.Raw, &out); err != nil {
+		return out, cloudprovidererrors.TerminalError{Reason: clusterv1alpha1.InvalidConfigurationMachineError, Message: err.Error()}
+	}
+	return out, nil
+}
+
+func (p *memCloud) AddDefaults(_ context.Context, s clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
+	return s, nil
+}
+
+func (p *memCloud) Validate(_ context.Context, s clusterv1alpha1.MachineSpec) error {
+	spec, err := memSpecOf(s)
+	if err != nil {
+		return err
+	}
+	if spec.Invalid {
+		return cloudprovidererrors.TerminalError{Reason: clusterv1alpha1.InvalidConfigurationMachineError, Message: "spec says invalid"}
+	}
+	return nil
+}
+
+func (p *memCloud) Get(_ context.Context, m *clusterv1alpha1.Machine) (instance.Instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failGet > 0 {
+		p.failGet--
+		return nil, p.failErr
+	}
+	s, ok := p.servers[m.UID]
+	if !ok {
+		return nil, cloudprovidererrors.ErrInstanceNotFound
+	}
+	if n, ok := p.deleting[m.UID]; ok {
+		if n <= 0 {
+			delete(p.servers, m.UID)
+			delete(p.deleting, m.UID)
+			return nil, cloudprovidererrors.ErrInstanceNotFound
+		}
+		p.deleting[m.UID] = n - 1
+	}
+	cp := *s
+	return &cp, nil
+}
+
+func (p *memCloud) GetCloudConfig(context.Context, clusterv1alpha1.MachineSpec) (string, string, error) {
+	return "", "", nil
+}
+
+func (p *memCloud) Create(ctx context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData, _ string) (instance.Instance, error) {
+	p.mu.Lock()
+	started, release := p.createStarted, p.createRelease
+	p.finalizersAtCreate = append(p.finalizersAtCreate, slices.Clone(m.Finalizers))
+	p.mu.Unlock()
+	if started != nil {
+		close(started)
+		<-release
+		p.mu.Lock()
+		p.createCtxErr = ctx.Err()
+		p.mu.Unlock()
+	}
+	if data == nil || data.Updater == nil {
+		return nil, errors.New("no updater")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.creates++
+	s := &instance.Static{
+		InstanceName: m.Name, InstanceID: string(m.UID), InstanceProviderID: "mem://" + string(m.UID),
+		InstanceAddresses: map[string]corev1.NodeAddressType{"10.0.0.1": corev1.NodeInternalIP, m.Name: corev1.NodeHostName},
+		InstanceStatus:    instance.StatusRunning,
+	}
+	p.servers[m.UID] = s
+	cp := *s
+	return &cp, nil
+}
+
+func (p *memCloud) Delete(_ context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
+	n := 0
+	if data != nil && data.PVLister != nil {
+		pvs, err := data.PVLister.List(labels.Everything())
+		if err != nil {
+			return err
+		}
+		n = len(pvs)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pvsAtDelete = n
+	if _, ok := p.servers[m.UID]; !ok {
+		return nil
+	}
+	if _, ok := p.deleting[m.UID]; !ok {
+		p.deletes++
+		p.deleting[m.UID] = p.deleteSteps
+	}
+	return nil
+}
+
+func (p *memCloud) MachineMetricsLabels(_ context.Context, m *clusterv1alpha1.Machine) (map[string]string, error) {
+	spec, err := memSpecOf(m.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"size": spec.Size}, nil
+}
+
+func (p *memCloud) MigrateUID(context.Context, *clusterv1alpha1.Machine, types.UID) error { return nil }
+
+func (p *memCloud) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.servers)
+}

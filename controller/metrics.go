@@ -1,0 +1,197 @@
+package controller
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/apis/providerconfig"
+	"github.com/wasmprov/wasmprov/cloud"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names follow machine-controller's (prefix machine_controller_)
+// where upstream has the metric; wasmprov's own carry wasmprov_controller_.
+const metricsPrefix = "machine_controller_"
+
+type metrics struct {
+	c *Controller
+
+	workers           prometheus.Gauge
+	errors            prometheus.Counter
+	reconciles        *prometheus.CounterVec
+	reconcileDuration prometheus.Histogram
+	creates           prometheus.Counter
+	deletes           prometheus.Counter
+	conflicts         prometheus.Counter
+
+	createdDesc *prometheus.Desc
+	deletedDesc *prometheus.Desc
+
+	mu     sync.Mutex
+	labels map[string]machineLabels // by Machine key, from MachineMetricsLabels
+}
+
+type machineLabels struct {
+	generation int64
+	labels     map[string]string
+}
+
+func newMetrics(c *Controller) *metrics {
+	m := &metrics{
+		c: c,
+		workers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: metricsPrefix + "workers", Help: "The number of running machine controller workers"}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metricsPrefix + "errors_total", Help: "The total number of unexpected errors the controller encountered"}),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmprov_controller_reconciles_total",
+			Help: "Reconciles by result: success, requeue (instance not ready yet), terminal (error recorded in status), error (retried)"},
+			[]string{"result"}),
+		reconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "wasmprov_controller_reconcile_duration_seconds", Help: "Duration of one Machine reconcile",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}),
+		creates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wasmprov_controller_instance_creates_total", Help: "Successful provider Create calls"}),
+		deletes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wasmprov_controller_instance_deletes_total", Help: "Successful provider Delete calls"}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wasmprov_controller_update_conflicts_total", Help: "Machine updates that still conflicted after retries"}),
+		createdDesc: prometheus.NewDesc(metricsPrefix+"machine_created",
+			"Timestamp of the machine's creation time", []string{"machine"}, nil),
+		deletedDesc: prometheus.NewDesc(metricsPrefix+"machine_deleted",
+			"Timestamp of the machine's deletion time", []string{"machine"}, nil),
+		labels: map[string]machineLabels{},
+	}
+	m.workers.Set(0)
+	m.errors.Add(0)
+	for _, r := range []string{"success", "requeue", "terminal", "error"} {
+		m.reconciles.WithLabelValues(r)
+	}
+	return m
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.workers, m.errors, m.reconciles, m.reconcileDuration,
+		m.creates, m.deletes, m.conflicts, (*machineCollector)(m)} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// observeLabels records the provider's MachineMetricsLabels for m. They
+// are asked once per Machine generation, during reconcile, so a scrape
+// never calls into a provider.
+func (m *metrics) observeLabels(ctx context.Context, log logger, machine *clusterv1alpha1.Machine, prov cloud.ContextProvider, provName string) {
+	key := keyOf(machine)
+	m.mu.Lock()
+	cached, ok := m.labels[key]
+	m.mu.Unlock()
+	if ok && cached.generation == machine.Generation {
+		return
+	}
+	labels, err := prov.MachineMetricsLabels(ctx, machine)
+	if err != nil {
+		log.Info("MachineMetricsLabels failed", "err", err)
+		return
+	}
+	m.mu.Lock()
+	m.labels[key] = machineLabels{generation: machine.Generation, labels: labels}
+	m.mu.Unlock()
+}
+
+func (m *metrics) forget(key string) {
+	m.mu.Lock()
+	delete(m.labels, key)
+	m.mu.Unlock()
+}
+
+// machineCollector exports machine_controller_machines_total like
+// machine-controller's MachineCollector: one series per distinct label set
+// of kubelet_version, provider, os and the provider's labels. Label names
+// are the union over all Machines (missing ones empty), so the family stays
+// consistent for Prometheus.
+type machineCollector metrics
+
+// Describe implements prometheus.Collector. It describes nothing: the label
+// names of machines_total depend on the providers, so the collector is
+// "unchecked".
+func (mc *machineCollector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (mc *machineCollector) Collect(ch chan<- prometheus.Metric) {
+	m := (*metrics)(mc)
+	objs := m.c.informer.GetStore().List()
+	rows := make([]map[string]string, 0, len(objs))
+	names := map[string]struct{}{"kubelet_version": {}, "provider": {}, "os": {}}
+	m.mu.Lock()
+	for _, o := range objs {
+		machine := o.(*clusterv1alpha1.Machine)
+		ch <- prometheus.MustNewConstMetric(m.createdDesc, prometheus.GaugeValue,
+			float64(machine.CreationTimestamp.Unix()), machine.Name)
+		if machine.DeletionTimestamp != nil {
+			ch <- prometheus.MustNewConstMetric(m.deletedDesc, prometheus.GaugeValue,
+				float64(machine.DeletionTimestamp.Unix()), machine.Name)
+		}
+		row := map[string]string{"kubelet_version": machine.Spec.Versions.Kubelet}
+		if cfg, err := providerconfig.GetConfig(machine.Spec.ProviderSpec.Value); err == nil {
+			row["provider"] = string(cfg.CloudProvider)
+			row["os"] = string(cfg.OperatingSystem)
+		}
+		for k, v := range m.labels[keyOf(machine)].labels {
+			k = sanitizeLabel(k)
+			if _, fixed := row[k]; fixed || k == "" {
+				continue
+			}
+			row[k] = v
+			names[k] = struct{}{}
+		}
+		rows = append(rows, row)
+	}
+	m.mu.Unlock()
+
+	labelNames := make([]string, 0, len(names))
+	for n := range names {
+		labelNames = append(labelNames, n)
+	}
+	sort.Strings(labelNames)
+	desc := prometheus.NewDesc(metricsPrefix+"machines_total",
+		"Number of machines by kubelet version, provider, OS and the provider's MachineMetricsLabels", labelNames, nil)
+	counts := map[string]float64{}
+	values := map[string][]string{}
+	for _, row := range rows {
+		vals := make([]string, len(labelNames))
+		for i, n := range labelNames {
+			vals[i] = row[n]
+		}
+		k := strings.Join(vals, "\x00")
+		counts[k]++
+		values[k] = vals
+	}
+	if len(rows) == 0 { // always report machines=0, like upstream
+		values[""] = make([]string, len(labelNames))
+		counts[""] = 0
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, n, values[k]...)
+	}
+}
+
+// sanitizeLabel makes a provider's label name a valid Prometheus one.
+func sanitizeLabel(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_', r >= '0' && r <= '9' && i > 0:
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,232 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/apis/providerconfig"
+	"github.com/wasmprov/wasmprov/cloud"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
+	"github.com/wasmprov/wasmprov/cloud/instance"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/cache"
+)
+
+// result tells the worker what to do with a key after a reconcile that
+// returned no error.
+type result struct {
+	// requeueAfter > 0: look again after that long (instance being created
+	// or deleted).
+	requeueAfter time.Duration
+	// terminal: a terminal error was written to the Machine's status; wait
+	// for the Machine to change (or the resync) rather than retry.
+	terminal bool
+}
+
+// reconcile brings one Machine closer to its desired state, following
+// machine-controller's Reconcile:
+//
+//   - deleting: Get; not found → remove the finalizer; otherwise Delete and
+//     look again until Get says not found.
+//   - otherwise: Get; not found → add the finalizer, Validate, then Create;
+//     found → set spec.providerID and status.addresses, clear errors.
+//
+// A TerminalError is written into status.errorReason/errorMessage and not
+// retried; any other error is returned for a retry with backoff.
+func (c *Controller) reconcile(ctx context.Context, key string) (result, error) {
+	obj, exists, err := c.informer.GetIndexer().GetByKey(key)
+	if err != nil {
+		return result{}, err
+	}
+	if !exists {
+		c.metrics.forget(key)
+		return result{}, nil
+	}
+	m := obj.(*clusterv1alpha1.Machine).DeepCopy()
+	log := c.log.With("machine", key)
+
+	if m.DeletionTimestamp != nil && !slices.Contains(m.Finalizers, FinalizerDeleteInstance) {
+		return result{}, nil // not ours (any more): nothing to clean up
+	}
+
+	cfg, err := providerconfig.GetConfig(m.Spec.ProviderSpec.Value)
+	if err != nil {
+		if m.DeletionTimestamp != nil {
+			return result{}, fmt.Errorf("cannot delete the instance: %w", err)
+		}
+		return c.terminal(ctx, m, clusterv1alpha1.InvalidConfigurationMachineError,
+			fmt.Sprintf("invalid providerSpec: %v", err))
+	}
+	prov, err := c.opts.Providers.Get(string(cfg.CloudProvider))
+	if err != nil {
+		return result{}, fmt.Errorf("cloud provider %q: %w", cfg.CloudProvider, err)
+	}
+	data := &cloud.MachineCreateDeleteData{Updater: c.Updater(ctx), PVLister: c.pvLister}
+
+	if m.DeletionTimestamp != nil {
+		return c.reconcileDelete(ctx, log, m, prov, data)
+	}
+
+	inst, err := prov.Get(ctx, m)
+	switch {
+	case err == nil:
+	case cloudprovidererrors.IsNotFound(err):
+		return c.create(ctx, log, m, prov, data)
+	default:
+		return c.fail(ctx, m, err)
+	}
+	return c.found(ctx, log, m, prov, string(cfg.CloudProvider), inst)
+}
+
+func (c *Controller) create(ctx context.Context, log logger, m *clusterv1alpha1.Machine,
+	prov cloud.ContextProvider, data *cloud.MachineCreateDeleteData) (result, error) {
+	// The finalizer goes on before the instance exists: whatever happens
+	// next (a crash mid-Create included), deletion will look for it.
+	if !slices.Contains(m.Finalizers, FinalizerDeleteInstance) {
+		updated, err := c.updateMachine(ctx, m, func(m *clusterv1alpha1.Machine) {
+			if !slices.Contains(m.Finalizers, FinalizerDeleteInstance) {
+				m.Finalizers = append(m.Finalizers, FinalizerDeleteInstance)
+			}
+		})
+		if err != nil {
+			return result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+		m = updated
+	}
+	// There is no admission webhook here, so Validate runs before Create,
+	// as machine-controller's webhook would have run it.
+	if err := prov.Validate(ctx, m.Spec); err != nil {
+		return c.fail(ctx, m, fmt.Errorf("validating machine: %w", err))
+	}
+	userdata, err := c.opts.Userdata.Userdata(ctx, m, prov)
+	if err != nil {
+		return result{}, fmt.Errorf("rendering userdata: %w", err)
+	}
+	log.Info("creating instance")
+	inst, err := prov.Create(ctx, m, data, userdata)
+	if err != nil {
+		return c.fail(ctx, m, fmt.Errorf("creating instance: %w", err))
+	}
+	c.metrics.creates.Inc()
+	log.Info("instance created", "id", inst.ID(), "providerID", inst.ProviderID())
+	// Look again soon: Get reports the addresses once the instance runs.
+	return result{requeueAfter: c.opts.PollInterval}, nil
+}
+
+func (c *Controller) found(ctx context.Context, log logger, m *clusterv1alpha1.Machine,
+	prov cloud.ContextProvider, provName string, inst instance.Instance) (result, error) {
+	pid := inst.ProviderID()
+	addrs := addresses(inst.Addresses())
+	needSpec := pid != "" && (m.Spec.ProviderID == nil || *m.Spec.ProviderID != pid)
+	needStatus := m.Status.ErrorReason != nil || m.Status.ErrorMessage != nil ||
+		!equality.Semantic.DeepEqual(m.Status.Addresses, addrs)
+	if needSpec || needStatus {
+		updated, err := c.updateMachine(ctx, m, func(m *clusterv1alpha1.Machine) {
+			if pid != "" {
+				m.Spec.ProviderID = &pid
+			}
+			m.Status.Addresses = addrs
+			m.Status.ErrorReason = nil
+			m.Status.ErrorMessage = nil
+		})
+		if err != nil {
+			return result{}, fmt.Errorf("updating machine: %w", err)
+		}
+		m = updated
+		log.Info("machine updated from instance", "providerID", pid, "addresses", len(addrs))
+	}
+	c.metrics.observeLabels(ctx, log, m, prov, provName)
+	if inst.Status() != instance.StatusRunning {
+		return result{requeueAfter: c.opts.PollInterval}, nil
+	}
+	return result{}, nil
+}
+
+func (c *Controller) reconcileDelete(ctx context.Context, log logger, m *clusterv1alpha1.Machine,
+	prov cloud.ContextProvider, data *cloud.MachineCreateDeleteData) (result, error) {
+	_, err := prov.Get(ctx, m)
+	switch {
+	case cloudprovidererrors.IsNotFound(err):
+		if _, err := c.updateMachine(ctx, m, func(m *clusterv1alpha1.Machine) {
+			m.Finalizers = slices.DeleteFunc(m.Finalizers, func(f string) bool { return f == FinalizerDeleteInstance })
+		}); err != nil {
+			return result{}, fmt.Errorf("removing finalizer: %w", err)
+		}
+		log.Info("instance gone, finalizer removed")
+		c.metrics.forget(keyOf(m))
+		return result{}, nil
+	case err != nil:
+		return c.fail(ctx, m, fmt.Errorf("getting instance for deletion: %w", err))
+	}
+	log.Info("deleting instance")
+	if err := prov.Delete(ctx, m, data); err != nil {
+		return c.fail(ctx, m, fmt.Errorf("deleting instance: %w", err))
+	}
+	c.metrics.deletes.Inc()
+	// Keep the finalizer until Get says the instance is gone.
+	return result{requeueAfter: c.opts.PollInterval}, nil
+}
+
+// fail turns a provider error into a result: terminal errors go into the
+// status and are not retried; the others are retried with backoff.
+func (c *Controller) fail(ctx context.Context, m *clusterv1alpha1.Machine, err error) (result, error) {
+	if ok, reason, msg := cloudprovidererrors.IsTerminalError(err); ok {
+		return c.terminal(ctx, m, reason, msg)
+	}
+	return result{}, err
+}
+
+func (c *Controller) terminal(ctx context.Context, m *clusterv1alpha1.Machine, reason clusterv1alpha1.MachineStatusError, msg string) (result, error) {
+	c.log.Warn("terminal error", "machine", keyOf(m), "reason", reason, "message", msg)
+	if m.Status.ErrorReason != nil && *m.Status.ErrorReason == reason &&
+		m.Status.ErrorMessage != nil && *m.Status.ErrorMessage == msg {
+		return result{terminal: true}, nil
+	}
+	if _, err := c.updateMachine(ctx, m, func(m *clusterv1alpha1.Machine) {
+		m.Status.ErrorReason = &reason
+		m.Status.ErrorMessage = &msg
+	}); err != nil {
+		return result{}, fmt.Errorf("recording terminal error %s: %w", reason, err)
+	}
+	return result{terminal: true}, nil
+}
+
+// addresses turns an instance's address map into a sorted list, so that the
+// same instance always yields the same status.
+func addresses(in map[string]corev1.NodeAddressType) []corev1.NodeAddress {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.NodeAddress, 0, len(in))
+	for a, t := range in {
+		out = append(out, corev1.NodeAddress{Type: t, Address: a})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type < out[j].Type
+		}
+		return out[i].Address < out[j].Address
+	})
+	return out
+}
+
+func keyOf(m *clusterv1alpha1.Machine) string {
+	k, _ := cache.MetaNamespaceKeyFunc(m)
+	return k
+}
+
+func retryAfter(err error) (time.Duration, bool) {
+	if d, ok := cloudprovidererrors.RetryAfter(err); ok {
+		return d, true
+	}
+	return 0, false
+}
+
+var errUIDChanged = errors.New("machine was replaced (UID changed)")
