@@ -516,7 +516,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		}
 		return r.rejectLocked(e, src, "", fmt.Errorf("reading provider %q: %w", e.name, err), start)
 	}
-	sum := digest(wasm)
+	sum, _, _ := strings.Cut(key, ":")
 	if key == e.key && e.cur.Load() != nil {
 		return nil
 	}
@@ -600,11 +600,8 @@ func (r *Registry) read(src source, name string) (wasm []byte, policy *Policy, k
 			polBytes, _ = json.Marshal(policy)
 		}
 	}
-	h := sha256.New()
-	h.Write(wasm)
-	h.Write([]byte{0})
-	h.Write(polBytes)
-	return wasm, policy, hex.EncodeToString(h.Sum(nil)), nil
+	pol := sha256.Sum256(polBytes)
+	return wasm, policy, digest(wasm) + ":" + hex.EncodeToString(pol[:]), nil
 }
 
 // prepare loads a new version and proves it can serve, all off the call
