@@ -1,6 +1,7 @@
 package hostfuncs
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"os"
@@ -82,9 +83,34 @@ type HTTPPolicy struct {
 	// Timeout bounds one request, within the call's own deadline
 	// (default 60s).
 	Timeout time.Duration
-	// Client sends the requests; nil means a client built from
-	// http.DefaultTransport's settings. Its CheckRedirect is replaced.
+	// Client sends the requests; nil means the policy's hardened transport
+	// (connect-time address checks, no proxy). A Client given here is
+	// trusted to reach only what it should: the connect-time address checks
+	// apply to the hardened transport only. Its CheckRedirect is replaced.
 	Client *http.Client
+
+	// AllowInternalHosts lists hosts (patterns as in AllowedHosts) that may
+	// resolve to loopback, private, link-local (169.254.169.254),
+	// multicast, unspecified or other non-public addresses. Any other host
+	// is refused such addresses at connect time, on every redirect too.
+	// An AllowedHosts entry that is itself an IP literal ("127.0.0.1:8080")
+	// allows that address.
+	AllowInternalHosts []string
+	// MaxRequestBodyBytes caps a request body (default 4 MiB).
+	MaxRequestBodyBytes int64
+	// MaxHeaders caps the number of request header fields (default 64).
+	MaxHeaders int
+	// MaxHeaderBytes caps the total size of the request headers and of the
+	// response headers (default 64 KiB).
+	MaxHeaderBytes int
+	// Resolver resolves host names for the address check; nil means
+	// net.DefaultResolver.
+	Resolver Resolver
+	// TLSConfig configures TLS, e.g. a private CA; nil means the system's
+	// roots.
+	TLSConfig *tls.Config
+
+	hardened *http.Transport // built on first use, under transportMu
 }
 
 // ConfigVarSource is where config_var resolves references.

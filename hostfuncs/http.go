@@ -17,10 +17,27 @@ import (
 )
 
 const (
-	defaultMaxResponseBytes = 16 << 20
-	defaultMaxRedirects     = 5
-	defaultHTTPTimeout      = 60 * time.Second
+	defaultMaxResponseBytes    = 16 << 20
+	defaultMaxRequestBodyBytes = 4 << 20
+	defaultMaxRedirects        = 5
+	defaultMaxHeaders          = 64
+	defaultMaxHeaderBytes      = 64 << 10
+	defaultHTTPTimeout         = 60 * time.Second
 )
+
+func (p *HTTPPolicy) timeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return defaultHTTPTimeout
+}
+
+func (p *HTTPPolicy) maxHeaderBytes() int {
+	if p.MaxHeaderBytes > 0 {
+		return p.MaxHeaderBytes
+	}
+	return defaultMaxHeaderBytes
+}
 
 // httpDo performs an outbound HTTP request for the guest with the host's
 // client, after the policy allowed the URL. The request is bound to the
@@ -30,7 +47,7 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 	if err := json.Unmarshal(reqJSON, &req); err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "http_do request is not valid JSON: %v", err)
 	}
-	p := c.Env.HTTP
+	p := &c.Env.HTTP
 	u, err := url.Parse(req.URL)
 	if err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "invalid URL %q: %v", req.URL, err)
@@ -39,11 +56,31 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 		c.logger().Warn("http request denied by policy", "url", redactURL(u), "reason", err.Error())
 		return nil, errorf(abi.ErrnoDenied, "%v", err)
 	}
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = defaultHTTPTimeout
+	maxBody := p.MaxRequestBodyBytes
+	if maxBody <= 0 {
+		maxBody = defaultMaxRequestBodyBytes
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if int64(len(req.Body)) > maxBody {
+		return nil, errorf(abi.ErrnoTooLarge, "request body of %d bytes exceeds the limit of %d", len(req.Body), maxBody)
+	}
+	maxHeaders := p.MaxHeaders
+	if maxHeaders <= 0 {
+		maxHeaders = defaultMaxHeaders
+	}
+	headerBytes, headerCount := 0, 0
+	for k, vs := range req.Header {
+		headerCount += len(vs)
+		for _, v := range vs {
+			headerBytes += len(k) + len(v) + 4
+		}
+	}
+	if headerCount > maxHeaders {
+		return nil, errorf(abi.ErrnoTooLarge, "%d request header fields exceed the limit of %d", headerCount, maxHeaders)
+	}
+	if headerBytes > p.maxHeaderBytes() {
+		return nil, errorf(abi.ErrnoTooLarge, "request headers of %d bytes exceed the limit of %d", headerBytes, p.maxHeaderBytes())
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout())
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, u.String(), bytes.NewReader(req.Body))
 	if err != nil {
@@ -60,10 +97,13 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 	if err != nil {
 		var denied *deniedError
 		if errors.As(err, &denied) {
+			c.logger().Warn("http request denied by policy", "method", req.Method, "url", redactURL(u),
+				"reason", denied.Error())
 			return nil, errorf(abi.ErrnoDenied, "%v", denied)
 		}
-		c.logger().Debug("http request failed", "method", req.Method, "url", redactURL(u), "error", err)
-		return nil, errorf(abi.ErrnoFailed, "%s %s: %v", req.Method, redactURL(u), err)
+		c.logger().Debug("http request failed", "method", req.Method, "url", redactURL(u),
+			"header", redactHeader(hreq.Header), "error", redactError(err))
+		return nil, errorf(abi.ErrnoFailed, "%s %s: %v", req.Method, redactURL(u), redactError(err))
 	}
 	defer resp.Body.Close()
 	max := p.MaxResponseBytes
@@ -78,8 +118,19 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 		return nil, errorf(abi.ErrnoTooLarge, "%s %s: response body exceeds the limit of %d bytes", req.Method, redactURL(u), max)
 	}
 	c.logger().Debug("http request", "method", req.Method, "url", redactURL(u), "status", resp.StatusCode,
-		"duration", time.Since(start))
+		"header", redactHeader(hreq.Header), "duration", time.Since(start))
 	return json.Marshal(abi.HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: body})
+}
+
+// redactError drops the query of a URL inside a *url.Error.
+func redactError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			return &url.Error{Op: ue.Op, URL: redactURL(u), Err: ue.Err}
+		}
+	}
+	return err
 }
 
 // Allow reports whether the policy permits a request to u.
@@ -129,11 +180,12 @@ type deniedError struct{ reason string }
 func (e *deniedError) Error() string { return e.reason }
 
 func (p *HTTPPolicy) client() *http.Client {
-	base := p.Client
-	if base == nil {
-		base = &http.Client{Transport: http.DefaultTransport}
+	var c http.Client
+	if p.Client != nil {
+		c = *p.Client
+	} else {
+		c.Transport = p.transport()
 	}
-	c := *base
 	maxRedirects := p.MaxRedirects
 	if maxRedirects <= 0 {
 		maxRedirects = defaultMaxRedirects

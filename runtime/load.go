@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -95,6 +96,11 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	if err != nil {
 		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", ErrInvalidModule, err)
 	}
+	defer func() {
+		if err != nil { // the shared compilation cache would keep it
+			_ = compiled.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	if problems := validate(compiled); len(problems) > 0 {
 		return nil, fmt.Errorf("%w:\n  - %s", ErrInvalidModule, strings.Join(problems, "\n  - "))
 	}
@@ -161,6 +167,11 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 			AllowInsecure:    policy.AllowInsecureHTTP,
 			MaxResponseBytes: policy.MaxHTTPResponseBytes,
 			Client:           r.cfg.httpClient,
+
+			AllowInternalHosts:  policy.AllowInternalHosts,
+			MaxRequestBodyBytes: policy.MaxHTTPRequestBytes,
+			MaxRedirects:        policy.MaxHTTPRedirects,
+			Timeout:             time.Duration(policy.HTTPTimeout),
 		},
 		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv},
 	}

@@ -21,6 +21,18 @@ type Policy struct {
 	AllowInsecureHTTP bool `json:"allowInsecureHTTP,omitempty"`
 	// MaxHTTPResponseBytes caps an HTTP response body (default 16 MiB).
 	MaxHTTPResponseBytes int64 `json:"maxHTTPResponseBytes,omitempty"`
+	// AllowInternalHosts lists hosts (patterns as in AllowedHosts) that
+	// http_do may reach at loopback, private, link-local (including the
+	// 169.254.169.254 metadata service) or other non-public addresses;
+	// every other host is refused such addresses at connect time. An
+	// AllowedHosts entry that is an IP literal allows that address.
+	AllowInternalHosts []string `json:"allowInternalHosts,omitempty"`
+	// MaxHTTPRequestBytes caps an http_do request body (default 4 MiB).
+	MaxHTTPRequestBytes int64 `json:"maxHTTPRequestBytes,omitempty"`
+	// MaxHTTPRedirects caps the redirects one request follows (default 5).
+	MaxHTTPRedirects int `json:"maxHTTPRedirects,omitempty"`
+	// HTTPTimeout bounds one http_do request within the call (default 60s).
+	HTTPTimeout Duration `json:"httpTimeout,omitempty"`
 	// AllowedEnv lists host environment variables config_var may fall back
 	// to (e.g. HZ_TOKEN).
 	AllowedEnv []string `json:"allowedEnv,omitempty"`

@@ -93,6 +93,11 @@ func (p *Provider) Close(ctx context.Context) error {
 		if p.pool != nil {
 			p.closeErr = p.pool.Close(ctx)
 		}
+		if p.compiled != nil {
+			// The compilation cache is shared by every provider: closing the
+			// runtime alone would leave this module's code in it.
+			_ = p.compiled.Close(context.WithoutCancel(ctx))
+		}
 		if p.wr != nil {
 			if err := p.wr.Close(context.WithoutCancel(ctx)); err != nil && p.closeErr == nil {
 				p.closeErr = err

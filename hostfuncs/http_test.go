@@ -1,0 +1,394 @@
+package hostfuncs
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wasmprov/wasmprov/abi"
+)
+
+// syncBuffer is a bytes.Buffer safe for the handler's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// stubResolver answers every name from a table; it counts lookups so tests
+// can show resolution happens at connect time.
+type stubResolver struct {
+	answers map[string][]string
+	lookups atomic.Int64
+}
+
+func (r *stubResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.lookups.Add(1)
+	ips, ok := r.answers[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	var out []netip.Addr
+	for _, s := range ips {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out, nil
+}
+
+// doHTTP runs http_do as a guest would, returning the result or the errno
+// and message.
+func doHTTP(t *testing.T, p HTTPPolicy, logs *syncBuffer, req abi.HTTPRequest) (*abi.HTTPResponse, *Error) {
+	t.Helper()
+	var logger *slog.Logger
+	if logs != nil {
+		logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	} else {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	env := &Env{Provider: "test", Logger: logger, HTTP: p}
+	t.Cleanup(env.HTTP.CloseIdleConnections)
+	c := NewCall(context.Background(), env, abi.MethodGet, abi.CapHTTP)
+	b, _ := json.Marshal(req)
+	out, err := c.Invoke(abi.ImportHTTP, b)
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("http_do returned a non-errno error %T: %v", err, err)
+		}
+		return nil, e
+	}
+	var resp abi.HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return &resp, nil
+}
+
+func expectErrno(t *testing.T, e *Error, want abi.Errno, contains string) {
+	t.Helper()
+	if e == nil {
+		t.Fatalf("want errno %s, got success", want)
+	}
+	if e.Errno != want || !strings.Contains(e.Message, contains) {
+		t.Errorf("want %s containing %q, got %s: %s", want, contains, e.Errno, e.Message)
+	}
+}
+
+func hostPort(t *testing.T, rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+func TestHTTPLoopbackAllowedByIPLiteral(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Seen-Host", r.Host)
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+	p := HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL)}, AllowInsecure: true}
+	resp, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/x",
+		Header: map[string][]string{"Host": {"metadata.google.internal"}}})
+	if e != nil {
+		t.Fatal(e)
+	}
+	if resp.Status != 200 || string(resp.Body) != "hello" {
+		t.Errorf("got %d %q", resp.Status, resp.Body)
+	}
+	// The guest's Host header is dropped: the host decides where it talks.
+	if got := resp.Header["X-Seen-Host"]; len(got) != 1 || got[0] != hostPort(t, srv.URL) {
+		t.Errorf("server saw Host %v", got)
+	}
+}
+
+func TestHTTPSOnlyByDefault(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	_, e := doHTTP(t, HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL)}}, nil,
+		abi.HTTPRequest{Method: "GET", URL: srv.URL})
+	expectErrno(t, e, abi.ErrnoDenied, "plain http")
+}
+
+func TestHTTPSWithPrivateCA(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "tls") }))
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	p := HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL)}}
+	p.TLSConfig = &tls.Config{RootCAs: pool}
+	resp, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL})
+	if e != nil {
+		t.Fatal(e)
+	}
+	if string(resp.Body) != "tls" {
+		t.Errorf("body %q", resp.Body)
+	}
+	// Without the CA the certificate is refused.
+	_, e = doHTTP(t, HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL)}}, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL})
+	expectErrno(t, e, abi.ErrnoFailed, "certificate")
+}
+
+func TestHTTPAllowList(t *testing.T) {
+	p := HTTPPolicy{AllowedHosts: []string{"api.example.com", "*.cloud.example", "10.0.0.1:8443"}, AllowInsecure: false}
+	for _, tc := range []struct {
+		url   string
+		allow bool
+	}{
+		{"https://api.example.com/v1", true},
+		{"https://API.EXAMPLE.COM/v1", true},
+		{"https://api.example.com:8443/v1", true}, // no port in the pattern: any port
+		{"https://x.api.example.com/", false},
+		{"https://example.com/", false},
+		{"https://eu.cloud.example/", true},
+		{"https://a.b.cloud.example/", true},
+		{"https://cloud.example/", false},       // a wildcard does not match the apex
+		{"https://evilcloud.example/", false},   // nor a suffix without the dot
+		{"https://cloud.example.evil.io/", false},
+		{"https://10.0.0.1:8443/", true},
+		{"https://10.0.0.1/", false}, // wrong port
+		{"http://api.example.com/", false},
+		{"ftp://api.example.com/", false},
+		{"file:///etc/passwd", false},
+		{"https://user:pw@api.example.com/", false},
+		{"https://api.example.com@169.254.169.254/", false},
+		{"https://169.254.169.254/", false},
+		{"https://[::1]/", false},
+	} {
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Allow(u); (err == nil) != tc.allow {
+			t.Errorf("Allow(%s) = %v, want allowed=%v", tc.url, err, tc.allow)
+		}
+	}
+}
+
+// TestHTTPInternalAddressesDenied proves the connect-time rules with a
+// resolver stub: an allowed host name that resolves to an internal address
+// is refused, whatever the address family or encoding.
+func TestHTTPInternalAddressesDenied(t *testing.T) {
+	for _, ip := range []string{
+		"127.0.0.1", "127.1.2.3", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "169.254.0.1",
+		"100.64.0.1", "0.0.0.0", "224.0.0.1", "239.255.255.250", "255.255.255.255",
+		"::1", "::", "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1", "::ffff:169.254.169.254", "::ffff:127.0.0.1",
+		"64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1",
+	} {
+		t.Run(ip, func(t *testing.T) {
+			r := &stubResolver{answers: map[string][]string{"api.example.com": {ip}}}
+			p := HTTPPolicy{AllowedHosts: []string{"api.example.com"}, Resolver: r, Timeout: time.Second}
+			_, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "https://api.example.com/"})
+			expectErrno(t, e, abi.ErrnoDenied, "resolves to an address the policy does not allow")
+			if r.lookups.Load() != 1 {
+				t.Errorf("%d lookups, want 1 at connect time", r.lookups.Load())
+			}
+		})
+	}
+	// A mixed answer: the internal addresses are dropped, never dialled.
+	r := &stubResolver{answers: map[string][]string{"api.example.com": {"10.0.0.1", "169.254.169.254"}}}
+	_, e := doHTTP(t, HTTPPolicy{AllowedHosts: []string{"api.example.com"}, Resolver: r}, nil,
+		abi.HTTPRequest{Method: "GET", URL: "https://api.example.com/"})
+	expectErrno(t, e, abi.ErrnoDenied, "10.0.0.1 is private, 169.254.169.254 is link-local (cloud metadata)")
+}
+
+// TestHTTPInternalAllowedExplicitly: a name the policy lists in
+// AllowInternalHosts may resolve to loopback; it reaches the real server.
+func TestHTTPInternalAllowedExplicitly(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "sim") }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(hostPort(t, srv.URL))
+	r := &stubResolver{answers: map[string][]string{"sim.example": {"127.0.0.1"}}}
+	p := HTTPPolicy{AllowedHosts: []string{"sim.example"}, AllowInternalHosts: []string{"sim.example:" + port},
+		AllowInsecure: true, Resolver: r}
+	resp, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "http://sim.example:" + port + "/"})
+	if e != nil {
+		t.Fatal(e)
+	}
+	if string(resp.Body) != "sim" {
+		t.Errorf("body %q", resp.Body)
+	}
+	// DNS rebinding: the same name now resolves to the metadata address.
+	// The answer is checked again at connect time (a new connection, as the
+	// port differs), and the allowance is for that port only.
+	r.answers["sim.example"] = []string{"169.254.169.254"}
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "http://sim.example:1/"})
+	expectErrno(t, e, abi.ErrnoDenied, "169.254.169.254 is link-local")
+}
+
+func TestHTTPRedirects(t *testing.T) {
+	var hops atomic.Int64
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	mux.HandleFunc("/metadata", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+	})
+	mux.HandleFunc("/rebind", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://meta.example/latest/", http.StatusFound)
+	})
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) {
+		hops.Add(1)
+		http.Redirect(w, r, "/loop", http.StatusFound)
+	})
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/final", http.StatusFound)
+	})
+	mux.HandleFunc("/final", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "final") })
+	r := &stubResolver{answers: map[string][]string{"meta.example": {"169.254.169.254"}}}
+	p := HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL), "meta.example"}, AllowInsecure: true, Resolver: r}
+
+	resp, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/ok"})
+	if e != nil || string(resp.Body) != "final" {
+		t.Fatalf("a redirect within the allowed host: %v %v", resp, e)
+	}
+	// To a host not in the allow-list.
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/metadata"})
+	expectErrno(t, e, abi.ErrnoDenied, `host "169.254.169.254" is not in the provider's allowed hosts`)
+	// To an allowed name that resolves to the metadata service.
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/rebind"})
+	expectErrno(t, e, abi.ErrnoDenied, "169.254.169.254 is link-local")
+	// Endless redirects stop at the limit.
+	p.MaxRedirects = 3
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/loop"})
+	expectErrno(t, e, abi.ErrnoDenied, "more than 3 redirects")
+	if hops.Load() != 4 {
+		t.Errorf("%d hops, want 4", hops.Load())
+	}
+}
+
+func TestHTTPLimits(t *testing.T) {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) { w.Write(make([]byte, 2048)) })
+	mux.HandleFunc("/bigheader", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("a", 100<<10))
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	})
+	p := HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL)}, AllowInsecure: true, MaxResponseBytes: 1024,
+		Timeout: 200 * time.Millisecond}
+
+	_, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/big"})
+	expectErrno(t, e, abi.ErrnoTooLarge, "response body exceeds the limit of 1024 bytes")
+
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/bigheader"})
+	expectErrno(t, e, abi.ErrnoFailed, "header")
+
+	start := time.Now()
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/slow"})
+	expectErrno(t, e, abi.ErrnoFailed, "")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the time limit did not stop the request: %v", d)
+	}
+
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "POST", URL: srv.URL + "/", Body: make([]byte, 4<<20+1)})
+	expectErrno(t, e, abi.ErrnoTooLarge, "request body of 4194305 bytes exceeds the limit of 4194304")
+
+	many := map[string][]string{}
+	for i := 0; i < 65; i++ {
+		many[fmt.Sprintf("X-H%d", i)] = []string{"v"}
+	}
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/", Header: many})
+	expectErrno(t, e, abi.ErrnoTooLarge, "65 request header fields exceed the limit of 64")
+
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/",
+		Header: map[string][]string{"X-Big": {strings.Repeat("a", 64<<10)}}})
+	expectErrno(t, e, abi.ErrnoTooLarge, "request headers of")
+
+	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "BAD METHOD", URL: srv.URL + "/"})
+	expectErrno(t, e, abi.ErrnoInvalid, "invalid method")
+}
+
+func TestHTTPLogRedaction(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	var logs syncBuffer
+	p := HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL)}, AllowInsecure: true}
+	_, e := doHTTP(t, p, &logs, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/?token=SECRET-QUERY",
+		Header: map[string][]string{
+			"Authorization": {"Bearer SECRET-AUTH"}, "X-Auth-Token": {"SECRET-X"}, "Cookie": {"s=SECRET-COOKIE"},
+			"X-Api-Key": {"SECRET-KEY"}, "Accept": {"application/json"},
+		}})
+	if e != nil {
+		t.Fatal(e)
+	}
+	// A failed request logs too.
+	_, e = doHTTP(t, HTTPPolicy{AllowedHosts: []string{"127.0.0.1:1"}, AllowInsecure: true}, &logs,
+		abi.HTTPRequest{Method: "GET", URL: "http://127.0.0.1:1/?token=SECRET-QUERY",
+			Header: map[string][]string{"Authorization": {"Bearer SECRET-AUTH"}}})
+	expectErrno(t, e, abi.ErrnoFailed, "")
+	if strings.Contains(e.Message, "SECRET") {
+		t.Errorf("the error message leaks a secret: %s", e.Message)
+	}
+	out := logs.String()
+	if strings.Contains(out, "SECRET") {
+		t.Errorf("a secret reached the log:\n%s", out)
+	}
+	if !strings.Contains(out, "REDACTED") || !strings.Contains(out, "application/json") {
+		t.Errorf("the log does not show redacted headers:\n%s", out)
+	}
+}
+
+// TestHTTPDialerRefusesUnlistedLiteral: the dialer alone refuses an
+// internal IP literal the policy does not name, without connecting.
+func TestHTTPDialerRefusesUnlistedLiteral(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	p := &HTTPPolicy{AllowedHosts: []string{"*.example.com"}}
+	_, err = p.dialContext(context.Background(), "tcp", ln.Addr().String())
+	var denied *deniedError
+	if !errors.As(err, &denied) {
+		t.Fatalf("want a denial, got %v", err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if accepted.Load() != 0 {
+		t.Errorf("the dialer connected")
+	}
+}
