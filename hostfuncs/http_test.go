@@ -169,8 +169,8 @@ func TestHTTPAllowList(t *testing.T) {
 		{"https://example.com/", false},
 		{"https://eu.cloud.example/", true},
 		{"https://a.b.cloud.example/", true},
-		{"https://cloud.example/", false},       // a wildcard does not match the apex
-		{"https://evilcloud.example/", false},   // nor a suffix without the dot
+		{"https://cloud.example/", false},     // a wildcard does not match the apex
+		{"https://evilcloud.example/", false}, // nor a suffix without the dot
 		{"https://cloud.example.evil.io/", false},
 		{"https://10.0.0.1:8443/", true},
 		{"https://10.0.0.1/", false}, // wrong port
