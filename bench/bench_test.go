@@ -26,6 +26,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/bench/benchprov"
 	"github.com/wasmprov/wasmprov/bench/internal/contenders"
 	"github.com/wasmprov/wasmprov/bench/internal/direct"
 	"github.com/wasmprov/wasmprov/bench/internal/fakecloud"
@@ -391,6 +392,67 @@ func BenchmarkFloor(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkGuestPieces splits a wasmprov Validate into pieces, each a guest
+// export of guests/probe called with wazero directly (no pool, no runtime
+// bookkeeping, not interruptible), next to the same piece natively.
+func BenchmarkGuestPieces(b *testing.B) {
+	ctx := context.Background()
+	path, err := contenders.Build(contenders.ProbeGuest)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mod, err := direct.Compile(ctx, path, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mod.Close(ctx)
+	inst, err := mod.Instantiate(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := inst.CallExport(ctx, "probe_load_provider_spec", abi.MethodValidate, &machine.Spec); err != nil {
+		b.Fatal(err)
+	}
+	for _, piece := range []string{"probe_nothing", "probe_input_spec", "probe_decode_spec", "probe_validate_sdk", "probe_validate_raw", "probe_provider_decode"} {
+		b.Run("wasm/"+piece, func(b *testing.B) {
+			lat := make([]time.Duration, 0, 1024)
+			for b.Loop() {
+				t := time.Now()
+				rc, err := inst.CallExport(ctx, piece, abi.MethodValidate, &machine.Spec)
+				if err != nil || rc != 0 {
+					b.Fatal(rc, err)
+				}
+				lat = append(lat, time.Since(t))
+			}
+			reportP50(b, lat)
+		})
+	}
+	raw := machine.Spec.ProviderSpec.Value.Raw
+	natives := map[string]func() error{
+		"host_encode_spec": func() error { _, err := json.Marshal(&machine.Spec); return err },
+		"decode_spec": func() error {
+			js, _ := json.Marshal(&machine.Spec)
+			var s benchprov.MachineSpec
+			return json.Unmarshal(js, &s)
+		},
+		"provider_decode": func() error { return benchprov.Validate(raw) },
+	}
+	for _, name := range []string{"host_encode_spec", "decode_spec", "provider_decode"} {
+		f := natives[name]
+		b.Run("native/"+name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, 1024)
+			for b.Loop() {
+				t := time.Now()
+				if err := f(); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t))
+			}
+			reportP50(b, lat)
 		})
 	}
 }

@@ -45,6 +45,7 @@ const (
 	ExtismGuest   = "guests/extism"   // wasip1 c-shared, Extism ABI
 	GoPluginBin   = "guests/goplugin" // host binary, go-plugin plugin
 	ColdStart     = "cmd/coldstart"   // host binary, the subprocess probe
+	ProbeGuest    = "guests/probe"    // wasip1 c-shared, Validate in pieces
 )
 
 // Build compiles pkg (relative to the bench module) once per process and
@@ -56,7 +57,7 @@ func Build(pkg string) (string, error) {
 	if p, ok := built[pkg]; ok {
 		return p, nil
 	}
-	wasm := pkg == WasmprovGuest || pkg == ExtismGuest
+	wasm := pkg == WasmprovGuest || pkg == ExtismGuest || pkg == ProbeGuest
 	out := filepath.Join(CacheDir(), "bin", filepath.Base(pkg))
 	if wasm {
 		out += ".wasm"

@@ -100,6 +100,14 @@ func (i *Instance) CallSpec(ctx context.Context, m abi.Method, spec *clusterv1al
 	return abi.Status(int32(uint32(i.stack[0]))), call, err
 }
 
+// CallExport calls an arbitrary export as if it served method m with spec.
+func (i *Instance) CallExport(ctx context.Context, export string, m abi.Method, spec *clusterv1alpha1.MachineSpec) (uint64, error) {
+	call := hostfuncs.NewCall(ctx, i.m.env, m, abi.CapLog|abi.CapHTTP)
+	call.Spec = spec
+	err := i.fn(export).CallWithStack(hostfuncs.WithCall(ctx, call), i.stack)
+	return i.stack[0], err
+}
+
 // MemoryBytes is the instance's linear memory size.
 func (i *Instance) MemoryBytes() uint32 { return i.Mod.Memory().Size() }
 
