@@ -14,6 +14,7 @@ import (
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/controller"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -56,6 +57,9 @@ func runController(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() != 0 {
@@ -88,7 +92,9 @@ func runController(ctx context.Context, args []string) error {
 	// The runtime and registry outlive ctx: calls in flight at SIGTERM
 	// finish first, then everything is closed.
 	bg := context.WithoutCancel(ctx)
-	rtOpts := []runtime.Option{runtime.WithLogger(logger), runtime.WithKubernetesClient(kube)}
+	calls := metrics.New() // provider calls, errors by class, pools, reloads
+	rtOpts := []runtime.Option{runtime.WithLogger(logger), runtime.WithKubernetesClient(kube),
+		runtime.WithCallObserver(calls.ObserveCall)}
 	if *cacheDir != "" {
 		rtOpts = append(rtOpts, runtime.WithCompilationCacheDir(*cacheDir))
 	}
@@ -103,10 +109,11 @@ func runController(ctx context.Context, args []string) error {
 		Name: "wasmprov_registry_events_total",
 		Help: "Provider registry events: loaded, reloaded, rejected, unloaded, drained, watch-error"},
 		[]string{"provider", "kind"})
-	promReg.MustRegister(regEvents)
+	promReg.MustRegister(regEvents, calls)
 	reg := runtime.NewRegistry(rt, runtime.WithRegistryLogger(logger), runtime.WithEventHandler(func(ev runtime.Event) {
 		regEvents.WithLabelValues(ev.Provider, string(ev.Kind)).Inc()
 	}))
+	calls.SetRegistry(reg)
 	defer reg.Close(bg)
 	if err := reg.LoadDir(ctx, *providersDir); err != nil {
 		// One bad module does not stop the others; the watch retries it.
