@@ -1,3 +1,5 @@
+//go:build !wasip1
+
 // Command demo runs the Hetzner provider .wasm through the whole Machine
 // lifecycle for three Machines at once, against the Hetzner API simulator
 // on 127.0.0.1: no cluster, no cloud, no network.

@@ -1,3 +1,5 @@
+//go:build !wasip1
+
 // Package e2e drives both builds of the Hetzner provider — the stdlib one
 // (examples/hetzner) and the hcloud-go one (examples/hetzner-hcloudgo) —
 // as real wasm modules in the wasmprov runtime, through every
@@ -109,6 +111,9 @@ type fixture struct {
 func forEach(t *testing.T, opts hcloudsim.Options, fn func(t *testing.T, f *fixture)) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
+			if testing.Short() && v.name != "stdlib" {
+				t.Skip("-short: the hcloud-go variant (a 17 MiB module) runs in the full suite only")
+			}
 			e := getEnv(t, v.dir)
 			if opts.BootDuration == 0 {
 				opts.BootDuration = 300 * time.Millisecond

@@ -1,3 +1,5 @@
+//go:build !wasip1
+
 // Package hetznertest is the host-side harness shared by the Hetzner
 // provider's tests and demo: a fake cluster (client-go's fake clientset
 // with informer-backed listers), an in-memory Machine store with
