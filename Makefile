@@ -4,11 +4,15 @@ GO ?= go
 BUILD := build
 GUEST_GOFLAGS := -buildmode=c-shared -trimpath
 # Guests compiled from Go sources in this repository.
-GO_GUESTS := examples/fake examples/hostcalls
+GO_GUESTS := examples/fake examples/hostcalls examples/hetzner
 GUEST_WASM := $(foreach g,$(GO_GUESTS),$(BUILD)/guests/$(notdir $(g)).wasm)
 export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 
-.PHONY: all guests demo test test-short vet fmt-check bench cli abi-fixtures clean
+# Debian packages some tests need: wabt (wat2wasm, fixture checks); clang,
+# lld, wasi-libc and the wasm32 compiler runtime (the C guest).
+DEBIAN_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32
+
+.PHONY: all guests demo demo-fake hcloudgo-guest test test-short vet fmt-check bench cli abi-fixtures clean debian-packages
 
 all: cli guests
 
@@ -28,12 +32,31 @@ cli:
 	@mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/wasmprov ./cmd/wasmprov
 
-## demo: drive a provider through its whole lifecycle (no cluster, no cloud)
-demo: cli guests
+## demo: three Machines through the Hetzner provider's whole lifecycle, on a
+## local Hetzner Cloud API simulator (no cluster, no cloud)
+demo: guests
+	$(GO) build -o $(BUILD)/hetzner-demo ./examples/hetzner/demo
+	$(BUILD)/hetzner-demo --provider $(BUILD)/guests/hetzner.wasm
+
+## demo-fake: the fake provider's lifecycle through the wasmprov CLI
+demo-fake: cli guests
 	$(BUILD)/wasmprov demo --provider $(BUILD)/guests/fake.wasm
 
+## hcloudgo-guest: the Hetzner provider built on hcloud-go (its own module)
+hcloudgo-guest:
+	@mkdir -p $(BUILD)/guests
+	cd examples/hetzner-hcloudgo && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build $(GUEST_GOFLAGS) -o $(CURDIR)/$(BUILD)/guests/hetzner-hcloudgo.wasm .
+
+## debian-packages: install the Debian packages the tests need (once)
+debian-packages:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
 ## test: vet, format check and the whole test suite with the race detector
-test: fmt-check vet
+test: debian-packages fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 test-short:
