@@ -150,3 +150,17 @@ e2e: e2e-vet
 
 e2e-vet:
 	cd e2e && GOFLAGS=-mod=mod $(GO) vet -tags e2e ./...
+
+## fuzz-smoke: run every fuzz target briefly (FUZZTIME each; CI)
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	./hostfuncs:FuzzHTTPRequest ./hostfuncs:FuzzHTTPAllow ./hostfuncs:FuzzInternalAddr \
+	./hostfuncs:FuzzConfigVar ./hostfuncs:FuzzMachineUpdate ./hostfuncs:FuzzPVList \
+	./hostfuncs:FuzzLog ./hostfuncs:FuzzInput \
+	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument
+.PHONY: fuzz-smoke
+fuzz-smoke:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done

@@ -46,8 +46,12 @@ func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) err
 		}
 		return p.contextError(m, err)
 	}
+	w := inst.watch(ctx)
 	callErr := inst.fns[m].CallWithStack(hostfuncs.WithCall(ctx, call), inst.stack[:])
 	inst.calls++
+	if w.stop() { // interrupted: the instance is discarded even if it had just returned
+		callErr = interruptedError(ctx)
+	}
 	if callErr != nil {
 		// A trapped or interrupted instance is never reused: its memory may
 		// be torn and, for a Go guest, its runtime corrupted.

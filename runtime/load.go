@@ -19,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 )
 
@@ -76,10 +77,17 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
 	}
+	if r.cfg.interruptible {
+		// Deadlines through a flag checked at loops and calls, far cheaper
+		// than WithCloseOnContextDone (see interrupt.go).
+		if wasm, err = interrupt.Instrument(wasm); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
+		}
+	}
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(r.cache).
 		WithMemoryLimitPages(policy.MemoryLimitMiB * 16). // 64 KiB pages
-		WithCloseOnContextDone(r.cfg.interruptible)
+		WithCloseOnContextDone(false)
 	wr := wazero.NewRuntimeWithConfig(ctx, rc)
 	defer func() {
 		if err != nil {
@@ -184,7 +192,7 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 func (p *Provider) moduleConfig(granted abi.Capability) wazero.ModuleConfig {
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions(abi.ExportInitialize).
+		WithStartFunctions(). // instantiate runs _initialize, under the deadline
 		WithEnv("GOGC", "50").
 		WithStdout(newGuestOutput(p.logger, slog.LevelInfo, "stdout")).
 		WithStderr(newGuestOutput(p.logger, slog.LevelWarn, "stderr"))
@@ -298,17 +306,23 @@ func (p *Provider) instantiate(ctx context.Context, cfg wazero.ModuleConfig) (*g
 		return nil, fmt.Errorf("instantiating module: %w", classifyInstantiate(err))
 	}
 	inst := &guestInstance{mod: mod}
+	inst.flag, _ = mod.ExportedGlobal(interrupt.GlobalName).(api.MutableGlobal)
 	fail := func(err error) (*guestInstance, error) {
 		_ = mod.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if err := mod.ExportedFunction(abi.ExportABIVersion).CallWithStack(ctx, inst.stack[:]); err != nil {
+	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
+		if err := inst.guard(ctx, func() error { return init.CallWithStack(ctx, nil) }); err != nil {
+			return fail(fmt.Errorf("instantiating module: %s: %w", abi.ExportInitialize, classifyInstantiate(err)))
+		}
+	}
+	if err := inst.guard(ctx, func() error { return mod.ExportedFunction(abi.ExportABIVersion).CallWithStack(ctx, inst.stack[:]) }); err != nil {
 		return fail(fmt.Errorf("%s: %w", abi.ExportABIVersion, err))
 	}
 	if v := int32(uint32(inst.stack[0])); v != abi.Version {
 		return fail(fmt.Errorf("%w: module implements ABI version %d, this host implements version %d", ErrInvalidModule, v, abi.Version))
 	}
-	if err := mod.ExportedFunction(abi.ExportCapabilities).CallWithStack(ctx, inst.stack[:]); err != nil {
+	if err := inst.guard(ctx, func() error { return mod.ExportedFunction(abi.ExportCapabilities).CallWithStack(ctx, inst.stack[:]) }); err != nil {
 		return fail(fmt.Errorf("%s: %w", abi.ExportCapabilities, err))
 	}
 	inst.declared = abi.Capability(inst.stack[0])

@@ -56,6 +56,7 @@ type guestInstance struct {
 	stack    [1]uint64
 	calls    int
 	declared abi.Capability
+	flag     api.MutableGlobal // the interrupt flag; nil when not interruptible
 }
 
 func (i *guestInstance) Close(ctx context.Context) error { return i.mod.Close(ctx) }

@@ -562,3 +562,63 @@ func (s *sandbox) expectFlood(t *testing.T, stream string, level slog.Level) {
 		t.Errorf("%d %s output warnings, want 1", warnings, stream)
 	}
 }
+
+// TestDeadlineRace races deadlines against normal completion: calls on the
+// fake guest with deadlines around a call's own duration, two at a time.
+// Each call either succeeds or times out, never anything else; every
+// interrupted instance is discarded (its flag is set); the provider answers
+// correctly afterwards. Under -race this also checks that setting the flag
+// from the context's AfterFunc goroutine is race-free.
+func TestDeadlineRace(t *testing.T) {
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.WithLogger(slog.New(slog.DiscardHandler)),
+		runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	p, err := rt.Load(ctx, testguest.Build(t, "examples/fake"), runtime.WithPolicy(runtime.Policy{PoolSize: 2, Prewarm: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := p.ContextProvider()
+	m := testMachine()
+	calls := 40
+	if testing.Short() {
+		calls = 10
+	}
+	var timeouts, oks atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 2; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				d := time.Duration(5+(i*37+g*11)%150) * time.Microsecond
+				cctx, cancel := context.WithTimeout(ctx, d)
+				inst, err := cp.Get(cctx, m)
+				cancel()
+				switch {
+				case err == nil:
+					if inst.Name() != "m1" {
+						t.Errorf("wrong answer %q", inst.Name())
+					}
+					oks.Add(1)
+				case runtime.ErrorClass(err) == runtime.ClassTimeout:
+					timeouts.Add(1)
+				default:
+					t.Errorf("call %d: %v", i, err)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	_, _, inUse, discarded := p.PoolStats()
+	t.Logf("%d ok, %d timed out, %d instances discarded", oks.Load(), timeouts.Load(), discarded)
+	if inUse != 0 || discarded > timeouts.Load() {
+		t.Errorf("pool: %d in use, %d discarded for %d timeouts", inUse, discarded, timeouts.Load())
+	}
+	if inst, err := p.Get(m); err != nil || inst.Name() != "m1" {
+		t.Fatalf("after the race: %v %v", inst, err)
+	}
+}
