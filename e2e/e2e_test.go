@@ -180,58 +180,55 @@ func TestLifecycle(t *testing.T) {
 }
 
 // TestHotReload replaces hetzner.wasm twice while Machines reconcile: no
-// reconcile may fail because of the swap. Every simulator answer is delayed
-// so that provider calls are in flight when each new version takes over.
+// reconcile may fail because of the swap. Server creations are held at the
+// simulator's door, so Create calls are in flight on the old version while
+// the new versions take over; they finish there, and every later call runs
+// on the newest version.
 func TestHotReload(t *testing.T) {
 	w := newWorld(t)
-	slow := w.sim.Inject(hcloudsim.Fault{Name: "slow", Path: "/v1/*", Latency: 250 * time.Millisecond})
+	w.hold.block()
 	c := w.startController("a", "-leader-elect=false")
 	ns := names("hot", 6)
 	for _, n := range ns {
 		w.create(w.machine(n, nil))
 	}
+	eventually(t, 60*time.Second, "4 Create calls in flight (one per worker)", func() (bool, string) {
+		return w.hold.blocked() == 4, fmt.Sprintf("%d waiting", w.hold.blocked())
+	})
 	reloads := func() float64 {
 		return c.metric("wasmprov_registry_events_total", map[string]string{"kind": "reloaded"})
-	}
-	inFlight := func() int { // Machines not provisioned yet
-		n := 0
-		for _, m := range w.list() {
-			if !provisioned(&m) {
-				n++
-			}
-		}
-		return n
 	}
 	// Each version differs only by a trailing custom section, so the
 	// registry sees a new module (new digest) with the same behaviour.
 	for v := 1; v <= 2; v++ {
-		time.Sleep(500 * time.Millisecond)
 		writeFile(t, w.dir+"/hetzner.wasm", withCustomSection(hetznerWasm, fmt.Sprintf("e2e-version-%d", v)))
-		eventually(t, 60*time.Second, fmt.Sprintf("version %d serving", v), func() (bool, string) {
+		eventually(t, 180*time.Second, fmt.Sprintf("version %d serving", v), func() (bool, string) {
 			n := reloads()
 			return n >= float64(v), fmt.Sprintf("%v reloads", n)
 		})
-		pending := inFlight()
-		t.Logf("version %d took over with %d of %d machines still reconciling", v, pending, len(ns))
-		if v == 1 && pending == 0 {
-			t.Fatal("every machine was done before the swap: the test proves nothing")
-		}
 	}
-	slow.Remove()
+	if n := w.hold.blocked(); n != 4 {
+		t.Fatalf("%d Create calls still in flight after the swaps, want 4", n)
+	}
+	t.Logf("2 new versions serving while 4 Create calls run on the first")
+	w.hold.unblock()
 	ms := w.waitProvisioned(90*time.Second, ns...)
 	for _, m := range ms {
 		w.checkProvisioned(m)
 	}
-	rejected := c.metric("wasmprov_registry_events_total", map[string]string{"kind": "rejected"})
-	failed := c.metric("wasmprov_controller_reconciles_total", map[string]string{"result": "error"})
-	terminal := c.metric("wasmprov_controller_reconciles_total", map[string]string{"result": "terminal"})
 	eventually(t, 30*time.Second, "replaced versions drained", func() (bool, string) {
 		n := c.metric("wasmprov_registry_events_total", map[string]string{"kind": "drained"})
 		return n >= 2, fmt.Sprintf("%v drained", n)
 	})
+	rejected := c.metric("wasmprov_registry_events_total", map[string]string{"kind": "rejected"})
+	failed := c.metric("wasmprov_controller_reconciles_total", map[string]string{"result": "error"})
+	terminal := c.metric("wasmprov_controller_reconciles_total", map[string]string{"result": "terminal"})
 	t.Logf("reloads %v, rejected %v, failed reconciles %v, terminal %v", reloads(), rejected, failed, terminal)
 	if failed != 0 || terminal != 0 || rejected != 0 {
 		t.Fatalf("swap caused failures: %v failed and %v terminal reconciles, %v rejected versions", failed, terminal, rejected)
+	}
+	if n := len(w.sim.Servers()); n != 6 {
+		t.Fatalf("%d servers for 6 machines", n)
 	}
 	w.deleteAll()
 	w.waitAllGone(60 * time.Second)

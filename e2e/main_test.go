@@ -106,7 +106,11 @@ func runMain(m *testing.M) int {
 
 	start = time.Now()
 	binary = filepath.Join(tmp, "wasmprov")
-	if err := goBuild(root, nil, "-o", binary, "./cmd/wasmprov"); err != nil {
+	buildArgs := []string{"-o", binary, "./cmd/wasmprov"}
+	if os.Getenv("E2E_RACE") != "" { // the controller processes run with the race detector
+		buildArgs = append([]string{"-race"}, buildArgs...)
+	}
+	if err := goBuild(root, nil, buildArgs...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -229,10 +233,10 @@ func newWorld(t *testing.T) *world {
 	}
 	srv := &http.Server{Handler: hold.wrap(sim), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { hold.release(); _ = srv.Close() })
+	t.Cleanup(func() { hold.release(); hold.unblock(); _ = srv.Close() })
 
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "hetzner.yaml"), []byte("allowedHosts: [\"127.0.0.1\"]\nallowInsecureHTTP: true\ncallTimeout: 60s\n"))
+	writeFile(t, filepath.Join(dir, "hetzner.yaml"), []byte("allowedHosts: [\"127.0.0.1\"]\nallowInsecureHTTP: true\ncallTimeout: 5m\n"))
 	writeFile(t, filepath.Join(dir, "hetzner.wasm"), hetznerWasm)
 	return &world{t: t, ns: ns, sim: sim, url: "http://" + ln.Addr().String() + "/v1", dir: dir, hold: hold}
 }
@@ -251,11 +255,38 @@ func writeFile(t *testing.T, path string, b []byte) {
 // createHold is the fault hook for "kill the controller mid-Create": the
 // simulator creates the server, then the answer is held back until
 // released, so the controller dies not knowing the server exists.
+//
+// It can also gate every server creation (block/unblock): requests wait
+// before the simulator sees them, so provider calls stay in flight.
 type createHold struct {
 	mu       sync.Mutex
 	armed    bool
 	created  chan struct{}
 	releaseC chan struct{}
+	gate     chan struct{} // non-nil: POST /v1/servers waits for it to close
+	waiting  int
+}
+
+func (h *createHold) block() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gate = make(chan struct{})
+}
+
+func (h *createHold) unblock() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gate != nil {
+		close(h.gate)
+		h.gate = nil
+	}
+}
+
+// blocked is the number of server creations waiting at the gate.
+func (h *createHold) blocked() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.waiting
 }
 
 func (h *createHold) arm() (created <-chan struct{}) {
@@ -277,6 +308,20 @@ func (h *createHold) release() {
 func (h *createHold) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
+		if gate := h.gate; gate != nil && r.Method == http.MethodPost && r.URL.Path == "/v1/servers" {
+			h.waiting++
+			h.mu.Unlock()
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+			h.mu.Lock()
+			h.waiting--
+			if r.Context().Err() != nil {
+				h.mu.Unlock()
+				return
+			}
+		}
 		hold := h.armed && r.Method == http.MethodPost && r.URL.Path == "/v1/servers"
 		var created, release chan struct{}
 		if hold {
@@ -488,7 +533,7 @@ func (w *world) startController(id string, extra ...string) *proc {
 			w.t.Logf("---- log of controller %s ----\n%s", id, tail(p.log.String(), 80))
 		}
 	})
-	eventually(w.t, 30*time.Second, "controller "+id+" serving metrics", func() (bool, string) {
+	eventually(w.t, 60*time.Second, "controller "+id+" serving metrics", func() (bool, string) {
 		select {
 		case <-p.done:
 			w.t.Fatalf("controller %s exited: %v\n%s", id, p.err, p.log.String())

@@ -110,6 +110,14 @@ func runController(ctx context.Context, args []string) error {
 		Help: "Provider registry events: loaded, reloaded, rejected, unloaded, drained, watch-error"},
 		[]string{"provider", "kind"})
 	promReg.MustRegister(regEvents, calls)
+	// Serve /metrics and /healthz first: compiling large modules takes a while.
+	if *metricsAddr != "" {
+		stop, err := serveMetrics(*metricsAddr, promReg, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	reg := runtime.NewRegistry(rt, runtime.WithRegistryLogger(logger), runtime.WithEventHandler(func(ev runtime.Event) {
 		regEvents.WithLabelValues(ev.Provider, string(ev.Kind)).Inc()
 	}))
@@ -140,13 +148,6 @@ func runController(ctx context.Context, args []string) error {
 	})
 	if err != nil {
 		return err
-	}
-	if *metricsAddr != "" {
-		stop, err := serveMetrics(*metricsAddr, promReg, logger)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 	if !*leaderElect {
 		return c.Run(ctx)
