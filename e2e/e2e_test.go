@@ -316,6 +316,41 @@ func TestKillMidCreate(t *testing.T) {
 	w.waitAllGone(60 * time.Second)
 }
 
+// TestKillBeforeCreateReachesCloud kills the controller while its Create
+// request is still on the way (held before the simulator saw it): the
+// finalizer is on, no server exists, and the next controller creates
+// exactly one.
+func TestKillBeforeCreateReachesCloud(t *testing.T) {
+	w := newWorld(t)
+	w.hold.block()
+	c1 := w.startController("first")
+	m := w.create(w.machine("early", nil))
+	eventually(t, 60*time.Second, "the Create request on its way", func() (bool, string) {
+		return w.hold.blocked() == 1, fmt.Sprintf("%d waiting", w.hold.blocked())
+	})
+	c1.kill()
+	eventually(t, 10*time.Second, "the held request to be abandoned", func() (bool, string) {
+		return w.hold.blocked() == 0, fmt.Sprintf("%d waiting", w.hold.blocked())
+	})
+	w.hold.unblock()
+	if n := len(w.serversOf(m)); n != 0 {
+		t.Fatalf("%d servers although the request never reached the cloud", n)
+	}
+	cur, _ := w.get(m.Name)
+	if !slices.Contains(cur.Finalizers, controller.FinalizerDeleteInstance) {
+		t.Fatalf("finalizer missing although Create was called: %v", cur.Finalizers)
+	}
+	c2 := w.startController("second")
+	got := w.waitProvisioned(90*time.Second, m.Name)[0]
+	time.Sleep(time.Second)
+	w.checkProvisioned(got)
+	if n := c2.metric("wasmprov_controller_instance_creates_total", nil); n != 1 {
+		t.Fatalf("second controller made %v creates, want 1", n)
+	}
+	w.deleteAll()
+	w.waitAllGone(60 * time.Second)
+}
+
 // TestCloudErrors: the simulator answers 5xx and 429 for a while; reconcile
 // retries and converges, with no terminal error and no duplicate server.
 func TestCloudErrors(t *testing.T) {

@@ -311,6 +311,10 @@ func (h *createHold) wrap(next http.Handler) http.Handler {
 		if gate := h.gate; gate != nil && r.Method == http.MethodPost && r.URL.Path == "/v1/servers" {
 			h.waiting++
 			h.mu.Unlock()
+			// Read the body first: only then does net/http watch the
+			// connection and cancel r.Context() when the client dies.
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			select {
 			case <-gate:
 			case <-r.Context().Done():
