@@ -145,11 +145,11 @@ kube-binaries:
 
 ## e2e: end-to-end tests of the Machine controller on a real API server
 e2e: e2e-vet
-	assets=$$(hack/kube-binaries.sh) && cd e2e && KUBEBUILDER_ASSETS=$$assets GOFLAGS=-mod=mod \
+	assets=$$(hack/kube-binaries.sh) && cd e2e && KUBEBUILDER_ASSETS=$$assets GOFLAGS="$$GOFLAGS -mod=mod" \
 	  $(GO) test -tags e2e -count=1 -timeout 30m $(E2E_FLAGS) ./...
 
 e2e-vet:
-	cd e2e && GOFLAGS=-mod=mod $(GO) vet -tags e2e ./...
+	cd e2e && GOFLAGS="$$GOFLAGS -mod=mod" $(GO) vet -tags e2e ./...
 
 ## fuzz-smoke: run every fuzz target briefly (FUZZTIME each; CI)
 FUZZTIME ?= 10s

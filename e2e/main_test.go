@@ -135,7 +135,10 @@ func runMain(m *testing.M) int {
 func goBuild(dir string, env []string, args ...string) error {
 	cmd := exec.Command("go", append([]string{"build"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	// `make e2e` sets -mod=mod for this module; builds in the main module
+	// must stay read-only so they never rewrite its go.mod.
+	goflags := strings.Join(strings.Fields(strings.ReplaceAll(os.Getenv("GOFLAGS"), "-mod=mod", "")), " ")
+	cmd.Env = append(append(os.Environ(), "GOFLAGS="+goflags), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %v in %s: %v\n%s", args, dir, err, out)
 	}
