@@ -69,6 +69,12 @@ func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error)
 		return info, nil
 	}
 	defer mod.Close(ctx)
+	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil { // moduleConfig leaves it to the caller
+		if err := init.CallWithStack(ctx, nil); err != nil {
+			info.Problems = append(info.Problems, fmt.Sprintf("instantiation failed: %s: %v", abi.ExportInitialize, err))
+			return info, nil
+		}
+	}
 	info.ABIVersion = int32(uint32(callScalar(ctx, mod, abi.ExportABIVersion, &info.Problems)))
 	info.Declared = abi.Capability(callScalar(ctx, mod, abi.ExportCapabilities, &info.Problems))
 	if info.ABIVersion != abi.Version {
