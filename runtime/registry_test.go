@@ -504,6 +504,7 @@ func TestRegistryDrainsOldVersion(t *testing.T) {
 	select {
 	case r := <-slow:
 		t.Logf("slow call finished before the drain could be observed (%v)", r)
+		slow <- r // read again below
 	default:
 		if st := f.reg.Status()[0]; st.Draining != 1 {
 			t.Fatalf("old version should be draining: %+v", st)
