@@ -46,6 +46,12 @@ type Call struct {
 	// functions use this one so that HTTP requests are cancelled with the
 	// call.
 	ctx context.Context
+	// deadline bounds blocking host work when ctx has no deadline of its
+	// own (the policy's call timeout). The context carrying it is made only
+	// when a host function needs one: most calls never block.
+	deadline   time.Time
+	hostCtx    context.Context
+	cancelHost context.CancelFunc
 
 	inputs  [abi.InputLogLevel + 1][]byte
 	pending []byte
@@ -66,6 +72,29 @@ func NewCall(ctx context.Context, env *Env, m abi.Method, granted abi.Capability
 // SetContext replaces the caller's context of c, e.g. after the runtime
 // added the policy's call timeout.
 func SetContext(c *Call, ctx context.Context) { c.ctx = ctx }
+
+// SetDeadline sets the deadline that host functions apply to blocking work
+// (HTTP, API reads) when the caller's context has none.
+func (c *Call) SetDeadline(t time.Time) { c.deadline = t }
+
+// blocking returns the context for host work that may block: the caller's,
+// bounded by the call's deadline.
+func (c *Call) blocking() context.Context {
+	if c.hostCtx == nil {
+		c.hostCtx = c.ctx
+		if _, ok := c.ctx.Deadline(); !ok && !c.deadline.IsZero() {
+			c.hostCtx, c.cancelHost = context.WithDeadline(c.ctx, c.deadline)
+		}
+	}
+	return c.hostCtx
+}
+
+// Release frees what the call holds; call it when the call is over.
+func (c *Call) Release() {
+	if c.cancelHost != nil {
+		c.cancelHost()
+	}
+}
 
 // Context returns the caller's context.
 func (c *Call) Context() context.Context { return c.ctx }

@@ -37,7 +37,7 @@ func (c *Call) Invoke(fn string, req []byte) ([]byte, error) {
 	if max := c.Env.limits().MaxRequestBytes; int64(len(req)) > max {
 		return nil, errorf(abi.ErrnoTooLarge, "%s request of %d bytes exceeds the limit of %d", fn, len(req), max)
 	}
-	return d.fn(c.ctx, c, req)
+	return d.fn(c.blocking(), c, req)
 }
 
 // check refuses a host function whose capability the guest did not declare

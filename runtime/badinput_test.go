@@ -257,3 +257,62 @@ func TestABIFixturesAreFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestCallTimeoutTimerIsReusedWithoutFalseAlarms makes many short calls
+// under a short policy timeout: each instance re-arms one timer per call,
+// and a firing meant for an earlier call must never interrupt a later one.
+// A call that really ran past the timeout (a loaded machine, the race
+// detector) may be interrupted; one that did not must not be.
+func TestCallTimeoutTimerIsReusedWithoutFalseAlarms(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	const timeout = 5 * time.Millisecond
+	p, err := rt.LoadBytes(ctx, "minimal", readFixture(t, "minimal"),
+		runtime.WithPolicy(runtime.Policy{CallTimeout: runtime.Duration(timeout), PoolSize: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := newMachine("m", "u", map[string]any{}).Spec
+	deadline := time.Now().Add(300 * time.Millisecond)
+	n, slow := 0, 0
+	for time.Now().Before(deadline) {
+		start := time.Now()
+		err := p.Validate(spec)
+		took := time.Since(start)
+		switch {
+		case err == nil:
+		case errors.Is(err, runtime.ErrTimeout) && took >= timeout:
+			slow++ // a real timeout: the call was descheduled that long
+		default:
+			t.Fatalf("call %d (%s): %v", n, took, err)
+		}
+		n++
+	}
+	if _, _, _, discarded := p.PoolStats(); discarded != int64(slow) {
+		t.Fatalf("%d instances discarded, %d calls really timed out", discarded, slow)
+	}
+	t.Logf("%d calls, %d really slow, no false alarm", n, slow)
+}
+
+// TestInstancesAreRecycledAfterTheirCallBudget checks MaxCallsPerInstance:
+// a healthy instance is retired after its budget (bounding a guest's memory
+// growth) and that is not counted as a discard.
+func TestInstancesAreRecycledAfterTheirCallBudget(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	p, err := rt.LoadBytes(ctx, "minimal", readFixture(t, "minimal"),
+		runtime.WithPolicy(runtime.Policy{MaxCallsPerInstance: 3, PoolSize: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := newMachine("m", "u", map[string]any{}).Spec
+	for i := 0; i < 10; i++ {
+		if err := p.Validate(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created, live, _, discarded := p.PoolStats()
+	if created != 4 || live != 1 || discarded != 0 {
+		t.Fatalf("created=%d live=%d discarded=%d; want 4 instances for 10 calls at 3 calls each, none discarded", created, live, discarded)
+	}
+}

@@ -30,12 +30,17 @@ func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) err
 	if err := checkProviderSpec(call); err != nil {
 		return &CallError{Provider: p.name, Method: m, Class: ClassTerminal, Err: err}
 	}
+	// A call without a deadline of its own gets the policy's timeout —
+	// through a timer each instance reuses and a deadline host functions
+	// apply when they block, not a new context per call: a context with a
+	// timer costs a fifth of an empty call.
+	var timeout time.Duration
 	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.policy.CallTimeout))
-		defer cancel()
+		timeout = time.Duration(p.policy.CallTimeout)
+		call.SetDeadline(time.Now().Add(timeout))
 	}
 	hostfuncs.SetContext(call, ctx)
+	defer call.Release()
 	if p.native != nil {
 		return p.invokeNative(ctx, call)
 	}
@@ -47,10 +52,14 @@ func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) err
 		return p.contextError(m, err)
 	}
 	w := inst.watch(ctx)
+	inst.startTimeout(timeout)
 	callErr := inst.fns[m].CallWithStack(hostfuncs.WithCall(ctx, call), inst.stack[:])
 	inst.calls++
+	timedOut := inst.stopTimeout()
 	if w.stop() { // interrupted: the instance is discarded even if it had just returned
 		callErr = interruptedError(ctx)
+	} else if timedOut {
+		callErr = sys.NewExitError(sys.ExitCodeDeadlineExceeded)
 	}
 	if callErr != nil {
 		// A trapped or interrupted instance is never reused: its memory may
@@ -59,9 +68,14 @@ func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) err
 		return p.trapError(ctx, m, callErr)
 	}
 	status := abi.Status(int32(uint32(inst.stack[0])))
-	keep := status != abi.StatusPanic && status >= abi.StatusOK && status <= abi.StatusPanic &&
-		(p.policy.MaxCallsPerInstance < 0 || inst.calls < p.policy.MaxCallsPerInstance)
-	p.pool.Put(ctx, inst, keep)
+	switch {
+	case status == abi.StatusPanic || status < abi.StatusOK || status > abi.StatusPanic:
+		p.pool.Put(ctx, inst, false) // torn or confused: never reused
+	case p.policy.MaxCallsPerInstance >= 0 && inst.calls >= p.policy.MaxCallsPerInstance:
+		p.pool.Retire(ctx, inst) // healthy, but recycled to bound its memory
+	default:
+		p.pool.Put(ctx, inst, true)
+	}
 	return p.statusError(call, status)
 }
 

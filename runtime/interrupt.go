@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -56,6 +57,50 @@ func (w *watch) stop() bool {
 	defer w.mu.Unlock()
 	w.done = true
 	return w.fired
+}
+
+// epoch anchors the instances' deadlines on the monotonic clock.
+var epoch = time.Now()
+
+// startTimeout arms the instance's reusable timer for a call whose context
+// has no deadline (d is the policy's call timeout; 0 arms nothing). Reusing
+// one timer per instance makes the timeout free of allocations.
+func (inst *guestInstance) startTimeout(d time.Duration) {
+	if d <= 0 || inst.flag == nil {
+		return
+	}
+	inst.deadline.Store(int64(time.Since(epoch) + d))
+	if inst.timer == nil {
+		inst.timer = time.AfterFunc(d, inst.onTimeout)
+	} else {
+		inst.timer.Reset(d)
+	}
+}
+
+// onTimeout interrupts the call in flight if its deadline has passed. A
+// firing meant for an earlier call finds a later deadline (or none) and
+// does nothing; the timer was reset for the current one.
+func (inst *guestInstance) onTimeout() {
+	d := inst.deadline.Load()
+	if d == 0 || int64(time.Since(epoch)) < d {
+		return
+	}
+	if inst.deadline.CompareAndSwap(d, 0) {
+		inst.flag.Set(1)
+	}
+}
+
+// stopTimeout disarms the timer and reports whether it interrupted the call.
+func (inst *guestInstance) stopTimeout() bool {
+	if inst.timer == nil {
+		return false
+	}
+	d := inst.deadline.Load()
+	if d != 0 && inst.deadline.CompareAndSwap(d, 0) {
+		inst.timer.Stop()
+		return false
+	}
+	return d == 0 && inst.flag != nil && inst.flag.Get() != 0
 }
 
 // interruptedError is the error of a call stopped by its context: the same

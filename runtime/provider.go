@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -57,9 +59,18 @@ type guestInstance struct {
 	calls    int
 	declared abi.Capability
 	flag     api.MutableGlobal // the interrupt flag; nil when not interruptible
+	// deadline of the call in flight on the monotonic clock (ns since
+	// epoch), 0 when none; timer fires at it (see startTimeout).
+	deadline atomic.Int64
+	timer    *time.Timer
 }
 
-func (i *guestInstance) Close(ctx context.Context) error { return i.mod.Close(ctx) }
+func (i *guestInstance) Close(ctx context.Context) error {
+	if i.timer != nil {
+		i.timer.Stop()
+	}
+	return i.mod.Close(ctx)
+}
 
 // Name is the provider's name.
 func (p *Provider) Name() string { return p.name }

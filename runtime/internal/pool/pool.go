@@ -59,16 +59,15 @@ func (p *Pool[T]) Stats() *Stats { return &p.stats }
 func (p *Pool[T]) Get(ctx context.Context) (T, error) {
 	var zero T
 	select {
-	case <-p.done:
-		return zero, ErrClosed
+	case p.slots <- struct{}{}: // the common case: a free slot, no waiting
 	default:
-	}
-	select {
-	case p.slots <- struct{}{}:
-	case <-p.done:
-		return zero, ErrClosed
-	case <-ctx.Done():
-		return zero, context.Cause(ctx)
+		select {
+		case p.slots <- struct{}{}:
+		case <-p.done:
+			return zero, ErrClosed
+		case <-ctx.Done():
+			return zero, context.Cause(ctx)
+		}
 	}
 	p.mu.Lock()
 	if p.closed {
@@ -133,6 +132,15 @@ func (p *Pool[T]) Adopt(it T) bool {
 	p.stats.Created.Add(1)
 	p.stats.Live.Add(1)
 	return true
+}
+
+// Retire closes an item obtained from Get that is healthy but done (it
+// reached its call budget). Unlike Put with healthy=false it is not counted
+// as discarded.
+func (p *Pool[T]) Retire(ctx context.Context, it T) {
+	p.stats.InUse.Add(-1)
+	p.closeItem(ctx, it)
+	p.release()
 }
 
 // Warm creates items until n are idle (or the pool is full), so the first
