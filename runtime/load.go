@@ -81,7 +81,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		// Deadlines through a flag checked at loops and calls, far cheaper
 		// than WithCloseOnContextDone (see interrupt.go).
 		if wasm, err = interrupt.Instrument(wasm); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
+			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", ErrInvalidModule, err)
 		}
 	}
 	rc := wazero.NewRuntimeConfig().
