@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	goruntime "runtime"
 	"sync"
 	"time"
 
@@ -77,30 +78,51 @@ func (inst *guestInstance) startTimeout(d time.Duration) {
 	}
 }
 
+// The instance's deadline word: > 0 armed (the deadline), 0 idle,
+// timeoutFiring while onTimeout sets the flag, timeoutFired once it has.
+const (
+	timeoutFiring = -1
+	timeoutFired  = -2
+)
+
 // onTimeout interrupts the call in flight if its deadline has passed. A
 // firing meant for an earlier call finds a later deadline (or none) and
 // does nothing; the timer was reset for the current one.
 func (inst *guestInstance) onTimeout() {
 	d := inst.deadline.Load()
-	if d == 0 || int64(time.Since(epoch)) < d {
+	if d <= 0 || int64(time.Since(epoch)) < d {
 		return
 	}
-	if inst.deadline.CompareAndSwap(d, 0) {
+	if inst.deadline.CompareAndSwap(d, timeoutFiring) {
 		inst.flag.Set(1)
+		inst.deadline.Store(timeoutFired)
 	}
 }
 
 // stopTimeout disarms the timer and reports whether it interrupted the call.
+// If the timer is setting the flag right now it waits for it, so the flag
+// is never set behind the caller's back on an instance it keeps (or after
+// it closed the instance).
 func (inst *guestInstance) stopTimeout() bool {
 	if inst.timer == nil {
 		return false
 	}
-	d := inst.deadline.Load()
-	if d != 0 && inst.deadline.CompareAndSwap(d, 0) {
-		inst.timer.Stop()
-		return false
+	for {
+		switch d := inst.deadline.Load(); {
+		case d > 0:
+			if inst.deadline.CompareAndSwap(d, 0) {
+				inst.timer.Stop()
+				return false
+			}
+		case d == timeoutFiring:
+			goruntime.Gosched() // a few nanoseconds: the flag store
+		case d == timeoutFired:
+			inst.deadline.Store(0)
+			return true
+		default:
+			return false
+		}
 	}
-	return d == 0 && inst.flag != nil && inst.flag.Get() != 0
 }
 
 // interruptedError is the error of a call stopped by its context: the same

@@ -621,4 +621,39 @@ func TestDeadlineRace(t *testing.T) {
 	if inst, err := p.Get(m); err != nil || inst.Name() != "m1" {
 		t.Fatalf("after the race: %v %v", inst, err)
 	}
+
+	// The same race through the policy's call timeout (calls without a
+	// deadline of their own use a reusable timer per instance).
+	pt, err := rt.Load(ctx, testguest.Build(t, "examples/fake"), runtime.WithName("fake-timer"),
+		runtime.WithPolicy(runtime.Policy{PoolSize: 2, Prewarm: 2, CallTimeout: runtime.Duration(25 * time.Microsecond)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timerTimeouts, timerOKs atomic.Int64
+	for g := 0; g < 2; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				inst, err := pt.Get(m)
+				switch {
+				case err == nil:
+					if inst.Name() != "m1" {
+						t.Errorf("wrong answer %q", inst.Name())
+					}
+					timerOKs.Add(1)
+				case runtime.ErrorClass(err) == runtime.ClassTimeout:
+					timerTimeouts.Add(1)
+				default:
+					t.Errorf("call %d: %v", i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	_, _, inUse, discarded = pt.PoolStats()
+	t.Logf("policy timeout: %d ok, %d timed out, %d instances discarded", timerOKs.Load(), timerTimeouts.Load(), discarded)
+	if inUse != 0 || discarded > timerTimeouts.Load() {
+		t.Errorf("pool: %d in use, %d discarded for %d timeouts", inUse, discarded, timerTimeouts.Load())
+	}
 }
