@@ -187,15 +187,13 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 
 // moduleConfig is the WASI view the guest gets: no arguments, no
 // environment (but GOGC, which keeps a Go guest's heap small), no
-// filesystem, no sockets; stdout and stderr go to the log; real clocks and
-// randomness only when granted.
+// filesystem, no sockets; real clocks and randomness only when granted.
+// stdout and stderr are added per instance by instantiate.
 func (p *Provider) moduleConfig(granted abi.Capability) wazero.ModuleConfig {
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(). // instantiate runs _initialize, under the deadline
-		WithEnv("GOGC", "50").
-		WithStdout(newGuestOutput(p.logger, slog.LevelInfo, "stdout")).
-		WithStderr(newGuestOutput(p.logger, slog.LevelWarn, "stderr"))
+		WithEnv("GOGC", "50")
 	if granted.Has(abi.CapClock) {
 		cfg = cfg.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
 	}
@@ -301,6 +299,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // instantiate creates an instance, checks its ABI version and looks its
 // exports up once (a lookup costs microseconds; a call, nanoseconds).
 func (p *Provider) instantiate(ctx context.Context, cfg wazero.ModuleConfig) (*guestInstance, error) {
+	// Each instance writes to logs of its own, so the output cap of one
+	// flooding instance does not silence the others.
+	cfg = cfg.WithStdout(newGuestOutput(p.logger, slog.LevelInfo, "stdout")).
+		WithStderr(newGuestOutput(p.logger, slog.LevelWarn, "stderr"))
 	mod, err := p.wr.InstantiateModule(ctx, p.compiled, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("instantiating module: %w", classifyInstantiate(err))
