@@ -79,9 +79,12 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## bench: run the benchmarks (see docs/BENCHMARKS.md)
+## bench: the core call-path benchmarks, then the side-by-side comparison
+## (tens of minutes; see docs/BENCHMARKS.md)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runtime/ | tee $(BUILD)/bench.txt
+	@mkdir -p $(BUILD)
+	$(GO) test -run '^$$' -bench 'EmptyCall|Validate|Deadline' -benchmem -count 5 ./runtime/ | tee $(BUILD)/bench-core.txt
+	$(MAKE) bench-compare
 
 ## abi-fixtures: regenerate the hand-written .wat test modules' .wasm (needs wabt)
 abi-fixtures:
