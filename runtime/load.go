@@ -73,7 +73,7 @@ func digest(wasm []byte) string {
 }
 
 func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Policy) (p *Provider, err error) {
-	sum := digest(wasm)
+	sum, size := digest(wasm), len(wasm) // of the module as shipped, not as instrumented
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
 	}
@@ -121,7 +121,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		compiled: compiled,
 		policy:   policy,
 		digest:   sum,
-		size:     len(wasm),
+		size:     size,
 		logger:   logger,
 	}
 	// A first instance, with no clock or randomness, tells the ABI version
@@ -160,7 +160,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		_ = p.pool.Close(ctx)
 		return nil, fmt.Errorf("pre-warming instances: %w", err)
 	}
-	logger.Info("provider loaded", "sha256", sum, "size", len(wasm),
+	logger.Info("provider loaded", "sha256", sum, "size", size,
 		"capabilities", granted.Names(), "pool", policy.PoolSize)
 	return p, nil
 }
