@@ -108,7 +108,7 @@ fixtures:
 guests: c-guests
 
 ## c-guests: build the C example provider to build/guests/c-fake.wasm
-c-guests: $(BUILD)/guests/c-fake.wasm
+c-guests: debian-packages $(BUILD)/guests/c-fake.wasm
 
 $(BUILD)/guests/c-fake.wasm: examples/c-fake/fake.c examples/c-fake/build.sh
 	examples/c-fake/build.sh $(CURDIR)/$@
