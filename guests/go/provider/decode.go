@@ -22,6 +22,15 @@ func raw(v []byte) json.RawMessage {
 	return append(json.RawMessage(nil), v...)
 }
 
+// optString decodes an optional string: null is nil.
+func optString(v []byte) (*string, error) {
+	if jsonscan.IsNull(v) {
+		return nil, nil
+	}
+	s, err := jsonscan.String(v)
+	return &s, err
+}
+
 func decodeObjectMeta(d []byte, m *ObjectMeta) error {
 	return jsonscan.Object(d, func(k []byte, v []byte) (err error) {
 		switch string(k) {
@@ -42,11 +51,7 @@ func decodeObjectMeta(d []byte, m *ObjectMeta) error {
 		case "creationTimestamp":
 			m.CreationTimestamp = append(json.RawMessage(nil), v...)
 		case "deletionTimestamp":
-			if !jsonscan.IsNull(v) {
-				var s string
-				s, err = jsonscan.String(v)
-				m.DeletionTimestamp = &s
-			}
+			m.DeletionTimestamp, err = optString(v)
 		case "deletionGracePeriodSeconds":
 			if !jsonscan.IsNull(v) {
 				var n int64
@@ -95,11 +100,7 @@ func decodeMachineSpec(d []byte, s *MachineSpec) error {
 		case "configSource":
 			s.ConfigSource = raw(v)
 		case "providerID":
-			if !jsonscan.IsNull(v) {
-				var id string
-				id, err = jsonscan.String(v)
-				s.ProviderID = &id
-			}
+			s.ProviderID, err = optString(v)
 		}
 		return err
 	})
@@ -141,11 +142,7 @@ func decodeConfig(d []byte, c *Config) error {
 		case "network":
 			c.Network = raw(v)
 		case "overwriteCloudConfig":
-			if !jsonscan.IsNull(v) {
-				var s string
-				s, err = jsonscan.String(v)
-				c.OverwriteCloudConfig = &s
-			}
+			c.OverwriteCloudConfig, err = optString(v)
 		}
 		return err
 	})
