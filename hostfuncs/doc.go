@@ -7,7 +7,7 @@
 // Every function works on the *Call found in the context wazero passes to
 // host functions, so one compiled host module serves every instance and
 // every provider; the per-provider policy lives in the Call's Env. The same
-// Go implementations back the native runner (guests/go/native), so a guest
+// Go implementations back the native runner (runtime.LoadNative), so a guest
 // compiled to wasm and the same code run natively see identical host
 // behaviour.
 package hostfuncs

@@ -328,14 +328,9 @@ func (Provider) MigrateUID(ctx context.Context, m *provider.Machine, newUID stri
 	if err != nil {
 		return err
 	}
-	code, err := c.do(ctx, methodPost, "/v1/instances/"+m.UID+"/migrate", map[string]string{"uid": newUID}, nil)
-	if err != nil {
-		return err
-	}
-	if code == statusNotFound {
-		return nil // nothing to migrate
-	}
-	return nil
+	// A 404 (no instance under the old UID) means there is nothing to migrate.
+	_, err = c.do(ctx, methodPost, "/v1/instances/"+m.UID+"/migrate", map[string]string{"uid": newUID}, nil)
+	return err
 }
 
 var _ provider.Provider = Provider{}

@@ -11,8 +11,8 @@ import (
 )
 
 // Host is the host side of the ABI as the SDK sees it. Inside a wasm module
-// it is implemented with the wasmprov_v1 imports; a native host (package
-// guests/go/native) implements it in Go to run the same provider code
+// it is implemented with the wasmprov_v1 imports; a native host
+// (runtime.LoadNative) implements it in Go to run the same provider code
 // in-process. Provider authors never implement it.
 type Host interface {
 	// Input returns an input part of the current call.
