@@ -3,6 +3,7 @@ module github.com/wasmprov/wasmprov
 go 1.26.0
 
 require (
+	github.com/bytecodealliance/wasmtime-go/v37 v37.0.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/tetratelabs/wazero v1.12.0

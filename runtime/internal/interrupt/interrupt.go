@@ -1,11 +1,22 @@
 // Package interrupt makes a WebAssembly module stoppable at little cost.
 //
 // Instrument rewrites a module so that every function entry and every loop
-// header reads one exported mutable i32 global, GlobalName, and traps
-// (unreachable) when it is non-zero. The host stops a runaway call by
-// setting the global from another goroutine: any execution that does not
-// end must either loop or call, so it reaches a check within one loop
-// iteration or one call.
+// header reads an interrupt flag and traps (unreachable) when it is
+// non-zero. The host stops a runaway call by setting the flag from another
+// goroutine: any execution that does not end must either loop or call, so
+// it reaches a check within one loop iteration or one call.
+//
+// The flag is one of two things (InstrumentWith's Flag):
+//
+//   - FlagGlobal (Instrument): an exported mutable i32 global, GlobalName,
+//     which wazero lets the host set from another goroutine.
+//   - FlagMemory: word 0 of an added 1-page memory (min 1, max 1, so it
+//     never grows or moves) exported as MemoryName, which the host writes
+//     through its address. It exists for wasmtime: wasmtime-go exposes no
+//     way to set a global of, or stop, one store from another thread
+//     (epochs are engine-wide and can only trap), but a linear memory is raw
+//     memory any goroutine can write. The check names the memory with the
+//     multi-memory encoding unless the module had no memory at all.
 //
 // This replaces wazero's WithCloseOnContextDone, which makes every loop
 // header an indirect call into the engine and every guest call spawn a
@@ -13,9 +24,11 @@
 // one compare and one predictable branch.
 //
 // The rewriter decodes every instruction and fails closed: an opcode it
-// does not know, or a global index beyond the module's own (which the
-// original module could not have used, but which would reach the added
-// global after the rewrite), is an error, never a silently wrong module.
+// does not know, or an index of the kind it adds beyond the module's own (a
+// global index in FlagGlobal mode; a memory index in an instruction, a data
+// segment or an export in FlagMemory mode), which the original module could
+// not have used but which would reach the added flag after the rewrite, is
+// an error, never a silently wrong module.
 package interrupt
 
 import (
@@ -23,8 +36,24 @@ import (
 	"fmt"
 )
 
-// GlobalName is the export name of the interrupt flag.
+// GlobalName is the export name of the interrupt flag in FlagGlobal mode.
 const GlobalName = "wasmprov_interrupt"
+
+// MemoryName is the export name of the interrupt flag's memory in
+// FlagMemory mode. It may equal GlobalName: a module gets one or the other.
+const MemoryName = "wasmprov_interrupt"
+
+// Flag says where the instrumented checks read the interrupt flag.
+type Flag int
+
+const (
+	// FlagGlobal: an exported mutable i32 global named GlobalName (wazero).
+	FlagGlobal Flag = iota
+	// FlagMemory: word 0 of an added 1-page memory (min 1, max 1) exported
+	// as MemoryName (engines that cannot set a global from another thread:
+	// wasmtime).
+	FlagMemory
+)
 
 // ErrUnsupported wraps every reason Instrument refuses a module.
 var ErrUnsupported = errors.New("cannot instrument module for interruption")
@@ -32,6 +61,7 @@ var ErrUnsupported = errors.New("cannot instrument module for interruption")
 const (
 	secCustom    = 0
 	secImport    = 2
+	secMemory    = 5
 	secGlobal    = 6
 	secExport    = 7
 	secStart     = 8
@@ -41,13 +71,25 @@ const (
 	secDataCount = 12
 )
 
+const (
+	kindMemory = 0x02
+	kindGlobal = 0x03
+)
+
+// noLimit is above every u32 index: the rewriter checks no index of that
+// kind.
+const noLimit = 1 << 32
+
 type section struct {
 	id   byte
 	body []byte
 }
 
-// Instrument returns the instrumented module.
-func Instrument(wasm []byte) (out []byte, err error) {
+// Instrument returns the module instrumented in FlagGlobal mode.
+func Instrument(wasm []byte) ([]byte, error) { return InstrumentWith(wasm, FlagGlobal) }
+
+// InstrumentWith returns the module instrumented to read the flag f says.
+func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(decodeError); ok {
@@ -57,6 +99,9 @@ func Instrument(wasm []byte) (out []byte, err error) {
 			panic(r)
 		}
 	}()
+	if f != FlagGlobal && f != FlagMemory {
+		fail(fmt.Sprintf("unknown flag kind %d", f))
+	}
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 || wasm[5] != 0 || wasm[6] != 0 || wasm[7] != 0 {
 		fail("not a WebAssembly 1.0 binary")
 	}
@@ -67,53 +112,85 @@ func Instrument(wasm []byte) (out []byte, err error) {
 		n := r.u32()
 		secs = append(secs, section{id, r.bytes(int(n))})
 	}
-	var importedGlobals, definedGlobals uint32
-	haveGlobal, haveExport := false, false
+	var imported imports
+	var definedGlobals, definedMemories uint32
+	have := map[byte]bool{}
 	for _, s := range secs {
+		have[s.id] = true
 		switch s.id {
 		case secImport:
-			importedGlobals = countImportedGlobals(s.body)
+			imported = countImports(s.body)
 		case secGlobal:
-			haveGlobal = true
 			definedGlobals = (&reader{b: s.body}).u32()
+		case secMemory:
+			if f == FlagMemory { // FlagGlobal never read it
+				definedMemories = (&reader{b: s.body}).u32()
+			}
 		case secExport:
-			haveExport = true
-			checkExportName(s.body)
+			checkExportName(s.body, f)
 		}
 	}
-	g := importedGlobals + definedGlobals
-	check := append(append([]byte{0x23}, leb(uint64(g))...), 0x04, 0x40, 0x00, 0x0b)
 
-	newGlobal := []byte{0x7f, 0x01, 0x41, 0x00, 0x0b} // (mut i32) (i32.const 0)
-	newExport := append(append(leb(uint64(len(GlobalName))), GlobalName...), 0x03)
-	newExport = append(newExport, leb(uint64(g))...)
+	// The rewriter, the section that gets the new item, the item and its
+	// export.
+	var w rewriter
+	var addTo byte
+	var newItem, newExport []byte
+	switch f {
+	case FlagGlobal:
+		g := imported.globals + definedGlobals
+		w = rewriter{globals: uint64(g), memories: noLimit}
+		w.check = append(append([]byte{0x23}, leb(uint64(g))...), 0x04, 0x40, 0x00, 0x0b)
+		addTo = secGlobal
+		newItem = []byte{0x7f, 0x01, 0x41, 0x00, 0x0b} // (mut i32) (i32.const 0)
+		newExport = exportEntry(GlobalName, kindGlobal, g)
+	case FlagMemory:
+		m := uint64(imported.memories) + uint64(definedMemories)
+		if m >= noLimit {
+			fail("too many memories")
+		}
+		w = rewriter{globals: noLimit, memories: m}
+		w.check = memoryCheck(uint32(m))
+		addTo = secMemory
+		newItem = []byte{0x01, 0x01, 0x01} // limits min 1 max 1
+		newExport = exportEntry(MemoryName, kindMemory, uint32(m))
+		for _, s := range secs {
+			if s.id == secExport {
+				w.checkExportedMemories(s.body)
+			}
+		}
+	}
 
 	var outSecs []section
-	insertedGlobal, insertedExport := false, false
+	insertedItem, insertedExport := false, false
 	for _, s := range secs {
-		// Sections that must come after the global and export sections.
-		if !insertedGlobal && !haveGlobal && after(s.id, secGlobal) {
-			outSecs = append(outSecs, section{secGlobal, append(leb(1), newGlobal...)})
-			insertedGlobal = true
+		// Sections that must come after the new item's and export sections.
+		if !insertedItem && !have[addTo] && after(s.id, addTo) {
+			outSecs = append(outSecs, section{addTo, append(leb(1), newItem...)})
+			insertedItem = true
 		}
-		if !insertedExport && !haveExport && after(s.id, secExport) {
+		if !insertedExport && !have[secExport] && after(s.id, secExport) {
 			outSecs = append(outSecs, section{secExport, append(leb(1), newExport...)})
 			insertedExport = true
 		}
 		switch s.id {
-		case secGlobal:
-			s.body = appendToVec(s.body, newGlobal)
-			insertedGlobal = true
+		case addTo:
+			s.body = appendToVec(s.body, newItem)
+			insertedItem = true
 		case secExport:
 			s.body = appendToVec(s.body, newExport)
 			insertedExport = true
 		case secCode:
-			s.body = instrumentCode(s.body, check, g)
+			s.body = w.instrumentCode(s.body)
+		case secData:
+			if f == FlagMemory {
+				w.checkData(s.body)
+			}
 		}
 		outSecs = append(outSecs, s)
 	}
-	if !insertedGlobal {
-		outSecs = append(outSecs, section{secGlobal, append(leb(1), newGlobal...)})
+	if !insertedItem {
+		outSecs = append(outSecs, section{addTo, append(leb(1), newItem...)})
 	}
 	if !insertedExport {
 		outSecs = append(outSecs, section{secExport, append(leb(1), newExport...)})
@@ -125,6 +202,28 @@ func Instrument(wasm []byte) (out []byte, err error) {
 		out = append(out, s.body...)
 	}
 	return out, nil
+}
+
+// memoryCheck is the FlagMemory check for flag memory m:
+//
+//	i32.const 0; i32.load align=2 memidx=m offset=0; if unreachable end
+//
+// With m == 0 the memarg is the plain one (flags 2, offset 0); otherwise
+// bit 6 of the flags says a memory index follows them.
+func memoryCheck(m uint32) []byte {
+	check := []byte{0x41, 0x00, 0x28}
+	if m == 0 {
+		check = append(check, 0x02)
+	} else {
+		check = append(check, 0x02|0x40)
+		check = append(check, leb(uint64(m))...)
+	}
+	return append(check, 0x00, 0x04, 0x40, 0x00, 0x0b)
+}
+
+func exportEntry(name string, kind byte, idx uint32) []byte {
+	e := append(append(leb(uint64(len(name))), name...), kind)
+	return append(e, leb(uint64(idx))...)
 }
 
 // after reports whether a section with id must follow section want in the
@@ -149,10 +248,12 @@ func appendToVec(body, item []byte) []byte {
 	return append(out, item...)
 }
 
-func countImportedGlobals(body []byte) uint32 {
+type imports struct{ globals, memories uint32 }
+
+func countImports(body []byte) imports {
 	r := &reader{b: body}
-	var globals uint32
-	for n := r.u32(); n > 0; n-- {
+	var n imports
+	for k := r.u32(); k > 0; k-- {
 		r.name()
 		r.name()
 		switch kind := r.byte(); kind {
@@ -161,12 +262,13 @@ func countImportedGlobals(body []byte) uint32 {
 		case 0x01: // table
 			r.refType()
 			r.limits()
-		case 0x02: // memory
+		case kindMemory:
 			r.limits()
-		case 0x03: // global
+			n.memories++
+		case kindGlobal:
 			r.valType()
 			r.byte()
-			globals++
+			n.globals++
 		case 0x04: // tag
 			r.byte()
 			r.u32()
@@ -174,23 +276,106 @@ func countImportedGlobals(body []byte) uint32 {
 			fail(fmt.Sprintf("unknown import kind %d", kind))
 		}
 	}
-	return globals
+	return n
 }
 
-func checkExportName(body []byte) {
+// checkExportName refuses a module that already exports the flag's name.
+func checkExportName(body []byte, f Flag) {
+	name := GlobalName
+	if f == FlagMemory {
+		name = MemoryName
+	}
 	r := &reader{b: body}
 	for n := r.u32(); n > 0; n-- {
-		if r.name() == GlobalName {
-			fail("the module already exports " + GlobalName)
+		if r.name() == name {
+			fail("the module already exports " + name)
 		}
 		r.byte()
 		r.u32()
 	}
 }
 
+// checkExportedMemories refuses an export of a memory index the module
+// does not have: it would export the flag's memory after the rewrite.
+func (w *rewriter) checkExportedMemories(body []byte) {
+	r := &reader{b: body}
+	for n := r.u32(); n > 0; n-- {
+		r.name()
+		kind := r.byte()
+		idx := r.u32()
+		if kind == kindMemory {
+			w.memory(idx)
+		}
+	}
+}
+
+// checkData refuses an active data segment that names a memory index the
+// module does not have: after the rewrite it would initialise the flag.
+func (w *rewriter) checkData(body []byte) {
+	r := &reader{b: body}
+	for n := r.u32(); n > 0; n-- {
+		switch flags := r.u32(); flags {
+		case 0: // active, memory 0
+			w.memory(0)
+			w.constExpr(r)
+		case 1: // passive
+		case 2: // active, explicit memory
+			w.memory(r.u32())
+			w.constExpr(r)
+		default:
+			fail(fmt.Sprintf("unknown data segment flags %d", flags))
+		}
+		r.bytes(int(r.u32()))
+	}
+}
+
+// constExpr skips a constant expression, through its end.
+func (w *rewriter) constExpr(r *reader) {
+	for {
+		op := r.byte()
+		if op == 0x0b {
+			return
+		}
+		w.immediates(r, op)
+	}
+}
+
+// rewriter rewrites function bodies and checks every index of the kind the
+// rewrite adds: an index at or beyond the module's own count could not be
+// used by the original module, but would reach the added flag after the
+// rewrite.
+type rewriter struct {
+	check []byte
+	// globals and memories: the lowest index that is refused, noLimit
+	// for a kind the rewrite adds nothing to.
+	globals, memories uint64
+}
+
+func (w *rewriter) global(idx uint32) {
+	if uint64(idx) >= w.globals {
+		fail(fmt.Sprintf("global index %d out of range", idx))
+	}
+}
+
+func (w *rewriter) memory(idx uint32) {
+	if uint64(idx) >= w.memories {
+		fail(fmt.Sprintf("memory index %d out of range", idx))
+	}
+}
+
+func (w *rewriter) memArg(r *reader) {
+	flags, mem := r.memArg()
+	// Flags from bit 7 up are no encoding the rewriter knows; they are
+	// only refused when memory indices matter, to leave FlagGlobal as it was.
+	if flags >= 0x80 && w.memories != noLimit {
+		fail(fmt.Sprintf("unknown memarg flags 0x%x", flags))
+	}
+	w.memory(mem)
+}
+
 // instrumentCode rewrites the code section: the check at each function's
 // entry and after each loop's block type.
-func instrumentCode(body, check []byte, g uint32) []byte {
+func (w *rewriter) instrumentCode(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
 	out := append(make([]byte, 0, len(body)+len(body)/8), leb(uint64(n))...)
@@ -205,8 +390,8 @@ func instrumentCode(body, check []byte, g uint32) []byte {
 			fr.valType()
 		}
 		fn = append(fn, fr.b[:fr.pos]...)
-		fn = append(fn, check...)
-		fn = copyInstructions(fr, fn, check, g)
+		fn = append(fn, w.check...)
+		fn = w.copyInstructions(fr, fn)
 		out = append(out, leb(uint64(len(fn)))...)
 		out = append(out, fn...)
 	}
@@ -215,7 +400,7 @@ func instrumentCode(body, check []byte, g uint32) []byte {
 
 // copyInstructions copies a function's expression, adding check after each
 // loop header.
-func copyInstructions(r *reader, out, check []byte, g uint32) []byte {
+func (w *rewriter) copyInstructions(r *reader, out []byte) []byte {
 	for !r.done() {
 		start := r.pos
 		op := r.byte()
@@ -223,21 +408,20 @@ func copyInstructions(r *reader, out, check []byte, g uint32) []byte {
 		case op == 0x03: // loop bt
 			r.blockType()
 			out = append(out, r.b[start:r.pos]...)
-			out = append(out, check...)
+			out = append(out, w.check...)
 			continue
 		case op == 0x23 || op == 0x24: // global.get / global.set
-			if idx := r.u32(); idx >= g {
-				fail(fmt.Sprintf("global index %d out of range", idx))
-			}
+			w.global(r.u32())
 		default:
-			skipImmediates(r, op)
+			w.immediates(r, op)
 		}
 		out = append(out, r.b[start:r.pos]...)
 	}
 	return out
 }
 
-func skipImmediates(r *reader, op byte) {
+// immediates skips op's immediates, checking the memory indices among them.
+func (w *rewriter) immediates(r *reader, op byte) {
 	switch {
 	case op <= 0x01, op == 0x05, op == 0x0a, op == 0x0b, op == 0x0f, op == 0x19, op == 0x1a, op == 0x1b:
 		// unreachable nop else throw_ref end return catch_all drop select
@@ -274,9 +458,9 @@ func skipImmediates(r *reader, op byte) {
 	case op >= 0x20 && op <= 0x26: // locals, globals, table.get/set
 		r.u32()
 	case op >= 0x28 && op <= 0x3e: // loads and stores
-		r.memArg()
+		w.memArg(r)
 	case op == 0x3f, op == 0x40: // memory.size, memory.grow
-		r.u32()
+		w.memory(r.u32())
 	case op == 0x41:
 		r.s64()
 	case op == 0x42:
@@ -292,49 +476,52 @@ func skipImmediates(r *reader, op byte) {
 	case op == 0xd2: // ref.func
 		r.u32()
 	case op == 0xfc:
-		skipFC(r, r.u32())
+		w.fc(r, r.u32())
 	case op == 0xfd:
-		skipSIMD(r, r.u32())
+		w.simd(r, r.u32())
 	case op == 0xfe:
 		sub := r.u32()
 		if sub == 0x03 { // atomic.fence
 			r.byte()
 		} else {
-			r.memArg()
+			w.memArg(r)
 		}
 	default:
 		fail(fmt.Sprintf("unknown opcode 0x%02x", op))
 	}
 }
 
-func skipFC(r *reader, sub uint32) {
+func (w *rewriter) fc(r *reader, sub uint32) {
 	switch {
 	case sub <= 7: // saturating truncations
 	case sub == 8: // memory.init data mem
 		r.u32()
-		r.u32()
+		w.memory(r.u32())
 	case sub == 9, sub == 13, sub == 15, sub == 16, sub == 17: // data.drop, elem.drop, table.grow/size/fill
 		r.u32()
-	case sub == 10, sub == 12, sub == 14: // memory.copy, table.init, table.copy
+	case sub == 10: // memory.copy dst src
+		w.memory(r.u32())
+		w.memory(r.u32())
+	case sub == 12, sub == 14: // table.init, table.copy
 		r.u32()
 		r.u32()
 	case sub == 11: // memory.fill
-		r.u32()
+		w.memory(r.u32())
 	default:
 		fail(fmt.Sprintf("unknown 0xfc opcode %d", sub))
 	}
 }
 
-func skipSIMD(r *reader, sub uint32) {
+func (w *rewriter) simd(r *reader, sub uint32) {
 	switch {
 	case sub <= 11, sub == 92, sub == 93: // loads and stores
-		r.memArg()
+		w.memArg(r)
 	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
 		r.bytes(16)
 	case sub >= 21 && sub <= 34: // extract/replace lane
 		r.byte()
 	case sub >= 84 && sub <= 91: // load/store lane
-		r.memArg()
+		w.memArg(r)
 		r.byte()
 	case sub <= 0x113:
 	default:
@@ -416,12 +603,16 @@ func (r *reader) limits() {
 	}
 }
 
-func (r *reader) memArg() {
-	align := r.u32()
-	if align&0x40 != 0 { // multi-memory: a memory index follows
-		r.u32()
+// memArg reads a memarg and returns its flags (alignment and bit 6) and
+// memory index: with bit 6 of the flags set (multi-memory), the memory
+// index follows the flags, before the offset; otherwise it is 0.
+func (r *reader) memArg() (flags, mem uint32) {
+	flags = r.u32()
+	if flags&0x40 != 0 {
+		mem = r.u32()
 	}
-	r.u64()
+	r.u64() // offset (u64 for memory64)
+	return flags, mem
 }
 
 func (r *reader) blockType() {
