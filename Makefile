@@ -12,7 +12,7 @@ export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 # lld, wasi-libc and the wasm32 compiler runtime (the C guest).
 DEBIAN_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32
 
-.PHONY: all guests demo demo-fake hcloudgo-guest test test-short vet fmt-check bench cli abi-fixtures clean debian-packages
+.PHONY: all guests demo demo-fake hcloudgo-guest test test-wasmtime test-short vet fmt-check bench cli abi-fixtures clean debian-packages
 
 all: cli guests
 
@@ -68,6 +68,13 @@ test: debian-packages fmt-check vet
 	  if [ -n "$$missing" ]; then echo "packages in neither test group: $$missing"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
+
+## test-wasmtime: the suites that drive guests, again on the wasmtime engine
+## (cgo, build tag wasmtime; the engine is chosen by WASMPROV_ENGINE)
+WASMTIME_PKGS := ./runtime/... ./hostfuncs/... ./conformance/... ./examples/... ./cmd/...
+test-wasmtime: debian-packages
+	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./hostfuncs/...
+	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m $(WASMTIME_PKGS)
 
 test-short:
 	$(GO) test -count=1 -short ./...

@@ -3,12 +3,11 @@ package hostfuncs
 import (
 	"context"
 
-	"github.com/tetratelabs/wazero/api"
 	"github.com/wasmprov/wasmprov/abi"
 )
 
 // input: (func (param $part i32) (param $buf i32) (param $limit i32) (result i64))
-func input(ctx context.Context, mod api.Module, stack []uint64) {
+func input(ctx context.Context, mem Memory, stack []uint64) {
 	c := CallFrom(ctx)
 	part, buf, limit := abi.Input(int32(stack[0])), uint32(stack[1]), uint32(stack[2])
 	if c == nil {
@@ -16,11 +15,11 @@ func input(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	b, err := c.Input(part)
-	stack[0] = c.deliver(mod, b, err, buf, limit)
+	stack[0] = c.deliver(mem, b, err, buf, limit)
 }
 
 // take_result: (func (param $buf i32) (param $limit i32) (result i64))
-func takeResult(ctx context.Context, mod api.Module, stack []uint64) {
+func takeResult(ctx context.Context, mem Memory, stack []uint64) {
 	c := CallFrom(ctx)
 	buf, limit := uint32(stack[0]), uint32(stack[1])
 	if c == nil || c.pending == nil {
@@ -29,7 +28,7 @@ func takeResult(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	n := len(c.pending)
 	if uint32(n) <= limit && n > 0 {
-		if !mod.Memory().Write(buf, c.pending) {
+		if !mem.Write(buf, c.pending) {
 			stack[0] = errnoResult(abi.ErrnoInvalid)
 			return
 		}
@@ -39,9 +38,9 @@ func takeResult(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 // output: (func (param $ptr i32) (param $len i32) (result i32))
-func output(ctx context.Context, mod api.Module, stack []uint64) {
+func output(ctx context.Context, mem Memory, stack []uint64) {
 	c := CallFrom(ctx)
-	b, err := read(mod, uint32(stack[0]), uint32(stack[1]))
+	b, err := read(mem, uint32(stack[0]), uint32(stack[1]))
 	if err == nil && c != nil {
 		err = c.SetOutput(b)
 	}
@@ -50,17 +49,17 @@ func output(ctx context.Context, mod api.Module, stack []uint64) {
 
 // set_error: (func (param $reason i32) (param $reason_len i32) (param $msg i32)
 // (param $msg_len i32) (param $retry_after_ms i64) (result i32))
-func setError(ctx context.Context, mod api.Module, stack []uint64) {
+func setError(ctx context.Context, mem Memory, stack []uint64) {
 	c := CallFrom(ctx)
 	if c == nil {
 		stack[0] = errnoStatus(errorf(abi.ErrnoUnavailable, "no call in progress"))
 		return
 	}
 	max := uint32(c.Env.limits().MaxMessageBytes)
-	reason, err := read(mod, uint32(stack[0]), min(uint32(stack[1]), 256))
+	reason, err := read(mem, uint32(stack[0]), min(uint32(stack[1]), 256))
 	if err == nil {
 		var msg []byte
-		msg, err = read(mod, uint32(stack[2]), min(uint32(stack[3]), max))
+		msg, err = read(mem, uint32(stack[2]), min(uint32(stack[3]), max))
 		if err == nil {
 			c.SetError(string(reason), string(msg), int64(stack[4]))
 		}
@@ -69,11 +68,11 @@ func setError(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 // read copies len bytes at ptr out of the guest's memory.
-func read(mod api.Module, ptr, n uint32) ([]byte, error) {
+func read(mem Memory, ptr, n uint32) ([]byte, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	b, ok := mod.Memory().Read(ptr, n)
+	b, ok := mem.Read(ptr, n)
 	if !ok {
 		return nil, errorf(abi.ErrnoInvalid, "memory range [%d, %d) is out of bounds", ptr, uint64(ptr)+uint64(n))
 	}
@@ -84,7 +83,7 @@ func read(mod api.Module, ptr, n uint32) ([]byte, error) {
 // [buf, buf+limit) is written there; otherwise it (or the error message)
 // becomes the pending result for take_result. It returns the i64 the host
 // function returns.
-func (c *Call) deliver(mod api.Module, b []byte, err error, buf, limit uint32) uint64 {
+func (c *Call) deliver(mem Memory, b []byte, err error, buf, limit uint32) uint64 {
 	if err != nil {
 		e, ok := err.(*Error)
 		if !ok {
@@ -95,7 +94,7 @@ func (c *Call) deliver(mod api.Module, b []byte, err error, buf, limit uint32) u
 	}
 	c.pending = nil
 	if uint32(len(b)) <= limit {
-		if len(b) > 0 && !mod.Memory().Write(buf, b) {
+		if len(b) > 0 && !mem.Write(buf, b) {
 			c.pending = []byte("result buffer is out of bounds")
 			return errnoResult(abi.ErrnoInvalid)
 		}

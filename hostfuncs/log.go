@@ -7,23 +7,22 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	"github.com/tetratelabs/wazero/api"
 	"github.com/wasmprov/wasmprov/abi"
 )
 
 // log: (func (param $level i32) (param $msg i32) (param $msg_len i32)
 // (param $attrs i32) (param $attrs_len i32) (result i32))
-func logFunc(ctx context.Context, mod api.Module, stack []uint64) {
+func logFunc(ctx context.Context, mem Memory, stack []uint64) {
 	c := CallFrom(ctx)
 	if c == nil {
 		stack[0] = errnoStatus(errorf(abi.ErrnoUnavailable, "no call in progress"))
 		return
 	}
 	max := uint32(c.Env.limits().MaxMessageBytes)
-	msg, err := read(mod, uint32(stack[1]), min(uint32(stack[2]), max))
+	msg, err := read(mem, uint32(stack[1]), min(uint32(stack[2]), max))
 	var attrs []byte
 	if err == nil {
-		attrs, err = read(mod, uint32(stack[3]), min(uint32(stack[4]), max))
+		attrs, err = read(mem, uint32(stack[3]), min(uint32(stack[4]), max))
 	}
 	if err == nil {
 		err = c.Log(int32(stack[0]), msg, attrs)

@@ -2,10 +2,9 @@ package hostfuncs
 
 import (
 	"context"
-	"fmt"
+	"slices"
+	"strings"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/wasmprov/wasmprov/abi"
 )
 
@@ -52,8 +51,10 @@ func (c *Call) check(fn string, capability abi.Capability) error {
 	return errorf(abi.ErrnoNotDeclared, "%s needs capability %v, which the module did not declare or the policy did not grant", fn, capability.Names())
 }
 
-func (d dataFunc) wasm(name string) api.GoModuleFunc {
-	return func(ctx context.Context, mod api.Module, stack []uint64) {
+// hostFunc is the wasm binding of a data function: decode the request from
+// guest memory, run it, deliver the result.
+func (d dataFunc) hostFunc(name string) func(ctx context.Context, mem Memory, stack []uint64) {
+	return func(ctx context.Context, mem Memory, stack []uint64) {
 		c := CallFrom(ctx)
 		if c == nil {
 			stack[0] = errnoResult(abi.ErrnoUnavailable)
@@ -66,53 +67,68 @@ func (d dataFunc) wasm(name string) api.GoModuleFunc {
 			err = errorf(abi.ErrnoTooLarge, "%s request of %d bytes exceeds the limit", name, reqLen)
 		} else {
 			var req []byte
-			if req, err = read(mod, reqPtr, reqLen); err == nil {
+			if req, err = read(mem, reqPtr, reqLen); err == nil {
 				out, err = c.Invoke(name, req)
 			}
 		}
-		stack[0] = c.deliver(mod, out, err, buf, limit)
+		stack[0] = c.deliver(mem, out, err, buf, limit)
 	}
 }
 
-var (
-	i32 = api.ValueTypeI32
-	i64 = api.ValueTypeI64
+// Memory is the guest's linear memory as host functions see it. It is the
+// subset of wazero's api.Memory they use, so a wazero memory is one as is;
+// other engines adapt theirs.
+type Memory interface {
+	// Read returns a view of byteCount bytes at offset, or false when the
+	// range is out of bounds. The view is only valid until the guest runs.
+	Read(offset, byteCount uint32) ([]byte, bool)
+	// Write copies v to offset, or returns false when out of bounds.
+	Write(offset uint32, v []byte) bool
+}
+
+// ValueType is a WebAssembly value type, in its binary encoding (the same
+// values as wazero's api.ValueType).
+type ValueType = byte
+
+// The value types host functions use.
+const (
+	I32 ValueType = 0x7f
+	I64 ValueType = 0x7e
 )
 
-// Instantiate defines the wasmprov_v1 host module in r. Call it once per
-// runtime, before instantiating guests.
-func Instantiate(ctx context.Context, r wazero.Runtime) (api.Module, error) {
-	b := r.NewHostModuleBuilder(abi.ModuleName)
-	def := func(name string, fn api.GoModuleFunc, params []api.ValueType, results ...api.ValueType) {
-		b.NewFunctionBuilder().WithGoModuleFunction(fn, params, results).Export(name)
+// Function is one import of the wasmprov_v1 module, in a form any engine
+// can bind: Fn reads its parameters from stack and writes its results back
+// to stack[0:], like wazero's api.GoModuleFunc. The *Call it serves comes
+// from ctx (WithCall).
+type Function struct {
+	Name            string
+	Params, Results []ValueType
+	Fn              func(ctx context.Context, mem Memory, stack []uint64)
+}
+
+// Functions returns every wasmprov_v1 import, sorted by name. An engine
+// binds them once; the same table serves every instance and provider.
+func Functions() []Function {
+	fns := []Function{
+		{abi.ImportInput, []ValueType{I32, I32, I32}, []ValueType{I64}, input},
+		{abi.ImportTakeResult, []ValueType{I32, I32}, []ValueType{I64}, takeResult},
+		{abi.ImportOutput, []ValueType{I32, I32}, []ValueType{I32}, output},
+		{abi.ImportSetError, []ValueType{I32, I32, I32, I32, I64}, []ValueType{I32}, setError},
+		{abi.ImportLog, []ValueType{I32, I32, I32, I32, I32}, []ValueType{I32}, logFunc},
 	}
-	def(abi.ImportInput, input, []api.ValueType{i32, i32, i32}, i64)
-	def(abi.ImportTakeResult, takeResult, []api.ValueType{i32, i32}, i64)
-	def(abi.ImportOutput, output, []api.ValueType{i32, i32}, i32)
-	def(abi.ImportSetError, setError, []api.ValueType{i32, i32, i32, i32, i64}, i32)
-	def(abi.ImportLog, logFunc, []api.ValueType{i32, i32, i32, i32, i32}, i32)
 	for name, d := range dataFuncs {
-		def(name, d.wasm(name), []api.ValueType{i32, i32, i32, i32}, i64)
+		fns = append(fns, Function{name, []ValueType{I32, I32, I32, I32}, []ValueType{I64}, d.hostFunc(name)})
 	}
-	m, err := b.Instantiate(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("instantiating %s host module: %w", abi.ModuleName, err)
-	}
-	return m, nil
+	slices.SortFunc(fns, func(a, b Function) int { return strings.Compare(a.Name, b.Name) })
+	return fns
 }
 
 // Signatures returns the parameter and result types of every wasmprov_v1
 // import, for validating a guest's imports at load time.
-func Signatures() map[string][2][]api.ValueType {
-	sigs := map[string][2][]api.ValueType{
-		abi.ImportInput:      {{i32, i32, i32}, {i64}},
-		abi.ImportTakeResult: {{i32, i32}, {i64}},
-		abi.ImportOutput:     {{i32, i32}, {i32}},
-		abi.ImportSetError:   {{i32, i32, i32, i32, i64}, {i32}},
-		abi.ImportLog:        {{i32, i32, i32, i32, i32}, {i32}},
-	}
-	for name := range dataFuncs {
-		sigs[name] = [2][]api.ValueType{{i32, i32, i32, i32}, {i64}}
+func Signatures() map[string][2][]ValueType {
+	sigs := map[string][2][]ValueType{}
+	for _, f := range Functions() {
+		sigs[f.Name] = [2][]ValueType{f.Params, f.Results}
 	}
 	return sigs
 }

@@ -37,6 +37,9 @@ func TestLoadRejectsInvalidModules(t *testing.T) {
 		{"future_caps", readFixture(t, "future_caps"), []string{"unknown capability bits", "newer ABI"}},
 		{"unknown_import", readFixture(t, "unknown_import"), []string{"imports unknown host function wasmprov_v1.launch_missiles"}},
 		{"foreign_import", readFixture(t, "foreign_import"), []string{`imports env.syscall from unknown module "env"`}},
+		// Found by FuzzInstrument: a function section naming a type index
+		// out of range makes wazero v1.12.0's validator panic.
+		{"validator_panic", readTestdata(t, "malformed/wazero-validation-panic.wasm"), []string{"not a valid WebAssembly module"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,4 +318,13 @@ func TestInstancesAreRecycledAfterTheirCallBudget(t *testing.T) {
 	if created != 4 || live != 1 || discarded != 0 {
 		t.Fatalf("created=%d live=%d discarded=%d; want 4 instances for 10 calls at 3 calls each, none discarded", created, live, discarded)
 	}
+}
+
+func readTestdata(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

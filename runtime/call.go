@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tetratelabs/wazero/sys"
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 )
 
@@ -53,13 +53,13 @@ func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) err
 	}
 	w := inst.watch(ctx)
 	inst.startTimeout(timeout)
-	callErr := inst.fns[m].CallWithStack(hostfuncs.WithCall(ctx, call), inst.stack[:])
+	callErr := inst.fns[m].Call(hostfuncs.WithCall(ctx, call), inst.stack[:])
 	inst.calls++
 	timedOut := inst.stopTimeout()
 	if w.stop() { // interrupted: the instance is discarded even if it had just returned
 		callErr = interruptedError(ctx)
 	} else if timedOut {
-		callErr = sys.NewExitError(sys.ExitCodeDeadlineExceeded)
+		callErr = errInterruptedDeadline
 	}
 	if callErr != nil {
 		// A trapped or interrupted instance is never reused: its memory may
@@ -139,17 +139,18 @@ func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
 
 // trapError classifies an error returned by the wasm call itself.
 func (p *Provider) trapError(ctx context.Context, m abi.Method, err error) error {
-	var exit *sys.ExitError
-	if errors.As(err, &exit) {
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
+	var interrupted *interruptError
+	if errors.As(err, &interrupted) {
+		if interrupted.cause == context.DeadlineExceeded {
 			p.logger.Warn("guest call exceeded its deadline; instance discarded", "method", m.String())
 			return &CallError{Provider: p.name, Method: m, Class: ClassTimeout, Err: &timeoutError{cause: context.DeadlineExceeded}}
-		case sys.ExitCodeContextCanceled:
-			return &CallError{Provider: p.name, Method: m, Class: ClassCanceled, Err: fmt.Errorf("guest call canceled: %w", context.Canceled)}
 		}
-		p.logger.Warn("guest exited; instance discarded", "method", m.String(), "exitCode", exit.ExitCode())
-		return &CallError{Provider: p.name, Method: m, Class: ClassTrap, Err: fmt.Errorf("%w: guest exited with code %d", ErrTrap, exit.ExitCode())}
+		return &CallError{Provider: p.name, Method: m, Class: ClassCanceled, Err: fmt.Errorf("guest call canceled: %w", context.Canceled)}
+	}
+	var exit *engine.ExitError
+	if errors.As(err, &exit) {
+		p.logger.Warn("guest exited; instance discarded", "method", m.String(), "exitCode", exit.Code)
+		return &CallError{Provider: p.name, Method: m, Class: ClassTrap, Err: fmt.Errorf("%w: guest exited with code %d", ErrTrap, exit.Code)}
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return p.contextError(m, ctxErr)

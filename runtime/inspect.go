@@ -3,13 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/hostfuncs"
 )
 
 // ModuleInfo describes a provider module without loading it as a provider:
@@ -33,50 +28,43 @@ type ModuleInfo struct {
 // Inspect compiles wasm, lists its exports and imports, validates it against
 // the ABI and, if it can be instantiated, reads its ABI version and
 // capability declaration. A malformed module is an error; an invalid but
-// well-formed one is described, with Problems set.
+// well-formed one is described, with Problems set. ctx bounds the guest
+// code it runs.
 func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error) {
 	info := &ModuleInfo{Size: len(wasm), SHA256: digest(wasm)}
-	wr := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(r.cache).WithCloseOnContextDone(true))
-	defer wr.Close(context.WithoutCancel(ctx))
-	compiled, err := wr.CompileModule(ctx, wasm)
+	mod, err := r.compile(ctx, wasm, Policy{}.withDefaults())
 	if err != nil {
-		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", ErrInvalidModule, err)
+		return nil, err
 	}
-	for _, name := range sortedKeys(compiled.ExportedFunctions()) {
-		def := compiled.ExportedFunctions()[name]
-		info.Exports = append(info.Exports, fmt.Sprintf("%s %s", name, signature{def.ParamTypes(), def.ResultTypes()}))
+	defer mod.Close(context.WithoutCancel(ctx))
+	exports := mod.ExportedFunctions()
+	for _, name := range sortedKeys(exports) {
+		info.Exports = append(info.Exports, fmt.Sprintf("%s %s", name, sigString(exports[name])))
 	}
-	for name := range compiled.ExportedMemories() {
+	for _, name := range mod.ExportedMemories() {
 		info.Exports = append(info.Exports, name+" (memory)")
 	}
-	for _, def := range compiled.ImportedFunctions() {
-		mod, name, _ := def.Import()
-		info.Imports = append(info.Imports, fmt.Sprintf("%s.%s %s", mod, name, signature{def.ParamTypes(), def.ResultTypes()}))
+	for _, def := range mod.ImportedFunctions() {
+		info.Imports = append(info.Imports, fmt.Sprintf("%s.%s %s", def.Module, def.Name, sigString(def.Signature)))
 	}
-	if info.Problems = validate(compiled); len(info.Problems) > 0 {
+	if info.Problems = validate(mod); len(info.Problems) > 0 {
 		return info, nil
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
-		return nil, err
-	}
-	if _, err := hostfuncs.Instantiate(ctx, wr); err != nil {
-		return nil, err
-	}
-	shell := &Provider{logger: slog.New(slog.DiscardHandler)}
-	mod, err := wr.InstantiateModule(ctx, compiled, shell.moduleConfig(0))
+	ei, err := mod.Instantiate(ctx, moduleConfig(0))
 	if err != nil {
 		info.Problems = append(info.Problems, fmt.Sprintf("instantiation failed: %v", err))
 		return info, nil
 	}
-	defer mod.Close(ctx)
-	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil { // moduleConfig leaves it to the caller
-		if err := init.CallWithStack(ctx, nil); err != nil {
+	inst := &guestInstance{inst: ei}
+	defer inst.Close(context.WithoutCancel(ctx))
+	if init := ei.Function(abi.ExportInitialize); init != nil { // moduleConfig leaves it to the caller
+		if err := inst.guard(ctx, func() error { return init.Call(ctx, nil) }); err != nil {
 			info.Problems = append(info.Problems, fmt.Sprintf("instantiation failed: %s: %v", abi.ExportInitialize, err))
 			return info, nil
 		}
 	}
-	info.ABIVersion = int32(uint32(callScalar(ctx, mod, abi.ExportABIVersion, &info.Problems)))
-	info.Declared = abi.Capability(callScalar(ctx, mod, abi.ExportCapabilities, &info.Problems))
+	info.ABIVersion = int32(uint32(inst.callScalar(ctx, abi.ExportABIVersion, &info.Problems)))
+	info.Declared = abi.Capability(inst.callScalar(ctx, abi.ExportCapabilities, &info.Problems))
 	if info.ABIVersion != abi.Version {
 		info.Problems = append(info.Problems, fmt.Sprintf("module implements ABI version %d, this host implements version %d", info.ABIVersion, abi.Version))
 	}
@@ -86,9 +74,9 @@ func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error)
 	return info, nil
 }
 
-func callScalar(ctx context.Context, mod api.Module, name string, problems *[]string) uint64 {
+func (inst *guestInstance) callScalar(ctx context.Context, name string, problems *[]string) uint64 {
 	var stack [1]uint64
-	if err := mod.ExportedFunction(name).CallWithStack(ctx, stack[:]); err != nil {
+	if err := inst.guard(ctx, func() error { return inst.inst.Function(name).Call(ctx, stack[:]) }); err != nil {
 		*problems = append(*problems, fmt.Sprintf("%s: %v", name, err))
 		return 0
 	}

@@ -7,30 +7,30 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
-// Deadlines without wazero's close-on-done: modules are instrumented at
-// load (package internal/interrupt) to check an exported flag at every
-// function entry and loop header, and a call that outlives its context has
-// the flag set by context.AfterFunc — no goroutine per call, no timer
-// beyond the context's own. The instance is discarded afterwards: its flag
-// is set and its state torn.
+// Deadlines the same way on every engine: modules are instrumented at load
+// (package internal/interrupt) to check a flag at every function entry and
+// loop header, and a call that outlives its context has the flag set by
+// context.AfterFunc — no goroutine per call, no timer beyond the context's
+// own — or, for a context without a deadline, by the instance's reusable
+// timer. The instance is discarded afterwards: its flag is set and its
+// state torn.
 
 // watch arms the interrupt of inst for one guest call under ctx. Call
 // stop when the guest returns.
 func (inst *guestInstance) watch(ctx context.Context) *watch {
-	if inst.flag == nil || ctx.Done() == nil {
+	if !inst.inst.Interruptible() || ctx.Done() == nil {
 		return nil
 	}
-	w := &watch{flag: inst.flag}
+	w := &watch{inst: inst.inst}
 	w.stopFn = context.AfterFunc(ctx, w.fire)
 	return w
 }
 
 type watch struct {
-	flag   api.MutableGlobal
+	inst   engine.Instance
 	stopFn func() bool
 	mu     sync.Mutex
 	done   bool
@@ -43,7 +43,7 @@ func (w *watch) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.done {
-		w.flag.Set(1)
+		w.inst.Interrupt()
 		w.fired = true
 	}
 }
@@ -67,7 +67,7 @@ var epoch = time.Now()
 // has no deadline (d is the policy's call timeout; 0 arms nothing). Reusing
 // one timer per instance makes the timeout free of allocations.
 func (inst *guestInstance) startTimeout(d time.Duration) {
-	if d <= 0 || inst.flag == nil {
+	if d <= 0 || !inst.inst.Interruptible() {
 		return
 	}
 	inst.deadline.Store(int64(time.Since(epoch) + d))
@@ -94,7 +94,7 @@ func (inst *guestInstance) onTimeout() {
 		return
 	}
 	if inst.deadline.CompareAndSwap(d, timeoutFiring) {
-		inst.flag.Set(1)
+		inst.inst.Interrupt()
 		inst.deadline.Store(timeoutFired)
 	}
 }
@@ -125,14 +125,25 @@ func (inst *guestInstance) stopTimeout() bool {
 	}
 }
 
-// interruptedError is the error of a call stopped by its context: the same
-// exit error wazero's close-on-done reports, so the classification is
-// unchanged.
+// interruptError is the error of a guest call the host interrupted: its
+// context was cancelled or its deadline passed. It unwraps to the context
+// error, so callers test it with errors.Is as they would a context error.
+type interruptError struct{ cause error }
+
+func (e *interruptError) Error() string { return "guest call interrupted: " + e.cause.Error() }
+func (e *interruptError) Unwrap() error { return e.cause }
+
+var (
+	errInterruptedDeadline = &interruptError{context.DeadlineExceeded}
+	errInterruptedCanceled = &interruptError{context.Canceled}
+)
+
+// interruptedError is the error of a call stopped by its context.
 func interruptedError(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return sys.NewExitError(sys.ExitCodeContextCanceled)
+		return errInterruptedCanceled
 	}
-	return sys.NewExitError(sys.ExitCodeDeadlineExceeded)
+	return errInterruptedDeadline
 }
 
 // guard runs one guest call of inst under ctx's deadline.

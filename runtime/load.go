@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,12 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/hostfuncs"
-	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 )
 
@@ -77,57 +73,33 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
 	}
-	if r.cfg.interruptible {
-		// Deadlines through a flag checked at loops and calls, far cheaper
-		// than WithCloseOnContextDone (see interrupt.go).
-		if wasm, err = interrupt.Instrument(wasm); err != nil {
-			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", ErrInvalidModule, err)
-		}
-	}
-	rc := wazero.NewRuntimeConfig().
-		WithCompilationCache(r.cache).
-		WithMemoryLimitPages(policy.MemoryLimitMiB * 16). // 64 KiB pages
-		WithCloseOnContextDone(false)
-	wr := wazero.NewRuntimeWithConfig(ctx, rc)
-	defer func() {
-		if err != nil {
-			_ = wr.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
-		return nil, fmt.Errorf("instantiating WASI: %w", err)
-	}
-	if _, err := hostfuncs.Instantiate(ctx, wr); err != nil {
+	mod, err := r.compile(ctx, wasm, policy)
+	if err != nil {
 		return nil, err
 	}
-	compiled, err := wr.CompileModule(ctx, wasm)
-	if err != nil {
-		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", ErrInvalidModule, err)
-	}
 	defer func() {
-		if err != nil { // the shared compilation cache would keep it
-			_ = compiled.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			_ = mod.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	if problems := validate(compiled); len(problems) > 0 {
+	if problems := validate(mod); len(problems) > 0 {
 		return nil, fmt.Errorf("%w:\n  - %s", ErrInvalidModule, strings.Join(problems, "\n  - "))
 	}
 
 	logger := r.cfg.logger.With("provider", name)
 	p = &Provider{
-		name:     name,
-		rt:       r,
-		wr:       wr,
-		compiled: compiled,
-		policy:   policy,
-		digest:   sum,
-		size:     size,
-		logger:   logger,
+		name:   name,
+		rt:     r,
+		mod:    mod,
+		policy: policy,
+		digest: sum,
+		size:   size,
+		logger: logger,
 	}
 	// A first instance, with no clock or randomness, tells the ABI version
 	// and what the module declares; only then can instances be configured
 	// with what is granted.
-	probe, err := p.instantiate(ctx, p.moduleConfig(0))
+	probe, err := p.instantiate(ctx, moduleConfig(0))
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +118,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 			"refused", refused.Names())
 	}
 	p.declared, p.granted = declared, granted
-	p.modCfg = p.moduleConfig(granted)
+	p.modCfg = moduleConfig(granted)
 	p.env = r.newEnv(name, logger, policy)
 	p.pool = pool.New(policy.PoolSize, func(ctx context.Context) (*guestInstance, error) {
 		return p.instantiate(ctx, p.modCfg)
@@ -160,7 +132,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		_ = p.pool.Close(ctx)
 		return nil, fmt.Errorf("pre-warming instances: %w", err)
 	}
-	logger.Info("provider loaded", "sha256", sum, "size", size,
+	logger.Info("provider loaded", "engine", r.engine.Name(), "sha256", sum, "size", size,
 		"capabilities", granted.Names(), "pool", policy.PoolSize)
 	return p, nil
 }
@@ -185,46 +157,55 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 	}
 }
 
+// compile compiles wasm on the runtime's engine with the policy's memory
+// limit and the wasmprov_v1 host functions.
+func (r *Runtime) compile(ctx context.Context, wasm []byte, policy Policy) (engine.Module, error) {
+	mod, err := r.engine.Compile(ctx, wasm, engine.ModuleConfig{
+		MemoryLimitPages: policy.MemoryLimitMiB * 16, // 64 KiB pages
+		Interruptible:    r.cfg.interruptible,
+		HostFunctions:    hostfuncs.Functions(),
+	})
+	if errors.Is(err, engine.ErrInvalidModule) {
+		detail := strings.TrimPrefix(err.Error(), engine.ErrInvalidModule.Error()+": ")
+		return nil, fmt.Errorf("%w: %s", ErrInvalidModule, detail)
+	}
+	return mod, err
+}
+
 // moduleConfig is the WASI view the guest gets: no arguments, no
 // environment (but GOGC, which keeps a Go guest's heap small), no
 // filesystem, no sockets; real clocks and randomness only when granted.
 // stdout and stderr are added per instance by instantiate.
-func (p *Provider) moduleConfig(granted abi.Capability) wazero.ModuleConfig {
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions(). // instantiate runs _initialize, under the deadline
-		WithEnv("GOGC", "50")
-	if granted.Has(abi.CapClock) {
-		cfg = cfg.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+func moduleConfig(granted abi.Capability) engine.InstanceConfig {
+	return engine.InstanceConfig{
+		Env:    []string{"GOGC=50"},
+		Clock:  granted.Has(abi.CapClock),
+		Random: granted.Has(abi.CapRandom),
 	}
-	if granted.Has(abi.CapRandom) {
-		cfg = cfg.WithRandSource(rand.Reader)
-	}
-	return cfg
 }
 
-type signature struct{ params, results []api.ValueType }
+type signature = engine.Signature
 
 var (
-	i32 = api.ValueTypeI32
-	i64 = api.ValueTypeI64
+	i32 = hostfuncs.I32
+	i64 = hostfuncs.I64
 )
 
 // requiredExports are the function exports of ABI v1.
 func requiredExports() map[string]signature {
 	want := map[string]signature{
-		abi.ExportABIVersion:   {nil, []api.ValueType{i32}},
-		abi.ExportCapabilities: {nil, []api.ValueType{i64}},
+		abi.ExportABIVersion:   {Results: []engine.ValueType{i32}},
+		abi.ExportCapabilities: {Results: []engine.ValueType{i64}},
 	}
 	for _, m := range abi.Methods {
-		want[m.Export()] = signature{nil, []api.ValueType{i32}}
+		want[m.Export()] = signature{Results: []engine.ValueType{i32}}
 	}
 	return want
 }
 
 // validate checks a compiled module against the ABI and returns every
 // problem found, so an author fixes them in one round.
-func validate(m wazero.CompiledModule) []string {
+func validate(m engine.Module) []string {
 	var problems []string
 	exports := m.ExportedFunctions()
 	want := requiredExports()
@@ -232,33 +213,32 @@ func validate(m wazero.CompiledModule) []string {
 		w := want[name]
 		def, ok := exports[name]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("missing export %q %s", name, w))
+			problems = append(problems, fmt.Sprintf("missing export %q %s", name, sigString(w)))
 			continue
 		}
-		if got := (signature{def.ParamTypes(), def.ResultTypes()}); !got.equal(w) {
-			problems = append(problems, fmt.Sprintf("export %q has signature %s, want %s", name, got, w))
+		if !sigEqual(def, w) {
+			problems = append(problems, fmt.Sprintf("export %q has signature %s, want %s", name, sigString(def), sigString(w)))
 		}
 	}
-	if def, ok := exports[abi.ExportInitialize]; ok && (len(def.ParamTypes()) != 0 || len(def.ResultTypes()) != 0) {
+	if def, ok := exports[abi.ExportInitialize]; ok && (len(def.Params) != 0 || len(def.Results) != 0) {
 		problems = append(problems, fmt.Sprintf("export %q must take and return nothing", abi.ExportInitialize))
 	}
-	if _, ok := m.ExportedMemories()[abi.ExportMemory]; !ok {
+	if !slices.Contains(m.ExportedMemories(), abi.ExportMemory) {
 		problems = append(problems, `missing memory export "memory"`)
 	}
 	hostSigs := hostfuncs.Signatures()
 	for _, def := range m.ImportedFunctions() {
-		mod, name, _ := def.Import()
-		got := signature{def.ParamTypes(), def.ResultTypes()}
+		mod, name, got := def.Module, def.Name, def.Signature
 		switch mod {
 		case abi.ModuleName:
 			w, ok := hostSigs[name]
 			if !ok {
 				problems = append(problems, fmt.Sprintf("imports unknown host function %s.%s", mod, name))
-			} else if want := (signature{w[0], w[1]}); !got.equal(want) {
-				problems = append(problems, fmt.Sprintf("import %s.%s has signature %s, want %s", mod, name, got, want))
+			} else if want := (signature{Params: w[0], Results: w[1]}); !sigEqual(got, want) {
+				problems = append(problems, fmt.Sprintf("import %s.%s has signature %s, want %s", mod, name, sigString(got), sigString(want)))
 			}
-		case wasi_snapshot_preview1.ModuleName:
-			// Served by wazero's WASI; unknown names fail at instantiation.
+		case wasiModule:
+			// Served by the engine's WASI; unknown names fail at instantiation.
 		default:
 			if strings.HasPrefix(mod, "wasmprov_v") {
 				problems = append(problems, fmt.Sprintf("imports %s.%s: this host implements ABI %s only", mod, name, abi.ModuleName))
@@ -270,21 +250,45 @@ func validate(m wazero.CompiledModule) []string {
 	return problems
 }
 
-func (s signature) equal(o signature) bool {
-	return slices.Equal(s.params, o.params) && slices.Equal(s.results, o.results)
+// wasiModule is the WASI import module every engine serves.
+const wasiModule = "wasi_snapshot_preview1"
+
+func sigEqual(s, o signature) bool {
+	return slices.Equal(s.Params, o.Params) && slices.Equal(s.Results, o.Results)
 }
 
-func (s signature) String() string {
+// sigString renders s in WAT, as the spec writes signatures.
+func sigString(s signature) string {
 	var b strings.Builder
 	b.WriteString("(func")
-	for _, t := range s.params {
-		b.WriteString(" (param " + api.ValueTypeName(t) + ")")
+	for _, t := range s.Params {
+		b.WriteString(" (param " + valueTypeName(t) + ")")
 	}
-	for _, t := range s.results {
-		b.WriteString(" (result " + api.ValueTypeName(t) + ")")
+	for _, t := range s.Results {
+		b.WriteString(" (result " + valueTypeName(t) + ")")
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+func valueTypeName(t engine.ValueType) string {
+	switch t {
+	case 0x7f:
+		return "i32"
+	case 0x7e:
+		return "i64"
+	case 0x7d:
+		return "f32"
+	case 0x7c:
+		return "f64"
+	case 0x7b:
+		return "v128"
+	case 0x70:
+		return "funcref"
+	case 0x6f:
+		return "externref"
+	}
+	return fmt.Sprintf("type(%#x)", t)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -298,38 +302,37 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // instantiate creates an instance, checks its ABI version and looks its
 // exports up once (a lookup costs microseconds; a call, nanoseconds).
-func (p *Provider) instantiate(ctx context.Context, cfg wazero.ModuleConfig) (*guestInstance, error) {
+func (p *Provider) instantiate(ctx context.Context, cfg engine.InstanceConfig) (*guestInstance, error) {
 	// Each instance writes to logs of its own, so the output cap of one
 	// flooding instance does not silence the others.
-	cfg = cfg.WithStdout(newGuestOutput(p.logger, slog.LevelInfo, "stdout")).
-		WithStderr(newGuestOutput(p.logger, slog.LevelWarn, "stderr"))
-	mod, err := p.wr.InstantiateModule(ctx, p.compiled, cfg)
+	cfg.Stdout = newGuestOutput(p.logger, slog.LevelInfo, "stdout")
+	cfg.Stderr = newGuestOutput(p.logger, slog.LevelWarn, "stderr")
+	ei, err := p.mod.Instantiate(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("instantiating module: %w", classifyInstantiate(err))
 	}
-	inst := &guestInstance{mod: mod}
-	inst.flag, _ = mod.ExportedGlobal(interrupt.GlobalName).(api.MutableGlobal)
+	inst := &guestInstance{inst: ei}
 	fail := func(err error) (*guestInstance, error) {
-		_ = mod.Close(context.WithoutCancel(ctx))
+		_ = ei.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
-		if err := inst.guard(ctx, func() error { return init.CallWithStack(ctx, nil) }); err != nil {
+	if init := ei.Function(abi.ExportInitialize); init != nil {
+		if err := inst.guard(ctx, func() error { return init.Call(ctx, nil) }); err != nil {
 			return fail(fmt.Errorf("instantiating module: %s: %w", abi.ExportInitialize, classifyInstantiate(err)))
 		}
 	}
-	if err := inst.guard(ctx, func() error { return mod.ExportedFunction(abi.ExportABIVersion).CallWithStack(ctx, inst.stack[:]) }); err != nil {
+	if err := inst.guard(ctx, func() error { return ei.Function(abi.ExportABIVersion).Call(ctx, inst.stack[:]) }); err != nil {
 		return fail(fmt.Errorf("%s: %w", abi.ExportABIVersion, err))
 	}
 	if v := int32(uint32(inst.stack[0])); v != abi.Version {
 		return fail(fmt.Errorf("%w: module implements ABI version %d, this host implements version %d", ErrInvalidModule, v, abi.Version))
 	}
-	if err := inst.guard(ctx, func() error { return mod.ExportedFunction(abi.ExportCapabilities).CallWithStack(ctx, inst.stack[:]) }); err != nil {
+	if err := inst.guard(ctx, func() error { return ei.Function(abi.ExportCapabilities).Call(ctx, inst.stack[:]) }); err != nil {
 		return fail(fmt.Errorf("%s: %w", abi.ExportCapabilities, err))
 	}
 	inst.declared = abi.Capability(inst.stack[0])
 	for _, m := range abi.Methods {
-		inst.fns[m] = mod.ExportedFunction(m.Export())
+		inst.fns[m] = ei.Function(m.Export())
 	}
 	return inst, nil
 }

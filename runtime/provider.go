@@ -9,14 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	"github.com/wasmprov/wasmprov/guests/go/provider"
 	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,16 +27,15 @@ import (
 // provider; ContextProvider returns the context-aware view. A Provider is
 // safe for concurrent use: each call gets an instance of its own.
 type Provider struct {
-	name     string
-	rt       *Runtime
-	wr       wazero.Runtime
-	compiled wazero.CompiledModule
-	modCfg   wazero.ModuleConfig
-	env      *hostfuncs.Env
-	policy   Policy
-	digest   string
-	size     int
-	logger   *slog.Logger
+	name   string
+	rt     *Runtime
+	mod    engine.Module // nil for a native provider
+	modCfg engine.InstanceConfig
+	env    *hostfuncs.Env
+	policy Policy
+	digest string
+	size   int
+	logger *slog.Logger
 
 	declared, granted abi.Capability
 	pool              *pool.Pool[*guestInstance] // nil for a native provider
@@ -53,12 +51,11 @@ var (
 
 // guestInstance is one instantiated module, used by one caller at a time.
 type guestInstance struct {
-	mod      api.Module
-	fns      [abi.MethodMigrateUID + 1]api.Function
+	inst     engine.Instance
+	fns      [abi.MethodMigrateUID + 1]engine.Function
 	stack    [1]uint64
 	calls    int
 	declared abi.Capability
-	flag     api.MutableGlobal // the interrupt flag; nil when not interruptible
 	// deadline of the call in flight on the monotonic clock (ns since
 	// epoch), 0 when none; timer fires at it (see startTimeout).
 	deadline atomic.Int64
@@ -69,7 +66,7 @@ func (i *guestInstance) Close(ctx context.Context) error {
 	if i.timer != nil {
 		i.timer.Stop()
 	}
-	return i.mod.Close(ctx)
+	return i.inst.Close(ctx)
 }
 
 // Name is the provider's name.
@@ -105,13 +102,8 @@ func (p *Provider) Close(ctx context.Context) error {
 		if p.pool != nil {
 			p.closeErr = p.pool.Close(ctx)
 		}
-		if p.compiled != nil {
-			// The compilation cache is shared by every provider: closing the
-			// runtime alone would leave this module's code in it.
-			_ = p.compiled.Close(context.WithoutCancel(ctx))
-		}
-		if p.wr != nil {
-			if err := p.wr.Close(context.WithoutCancel(ctx)); err != nil && p.closeErr == nil {
+		if p.mod != nil {
+			if err := p.mod.Close(context.WithoutCancel(ctx)); err != nil && p.closeErr == nil {
 				p.closeErr = err
 			}
 		}

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -17,8 +17,8 @@ import (
 // them, so loading the same module twice (a reload, a second provider name)
 // compiles once. A Runtime is safe for concurrent use.
 type Runtime struct {
-	cfg   config
-	cache wazero.CompilationCache
+	cfg    config
+	engine engine.Engine
 
 	mu        sync.Mutex
 	providers map[*Provider]struct{}
@@ -32,6 +32,7 @@ type config struct {
 	interruptible bool
 	observer      CallObserver
 	httpClient    *http.Client
+	engine        Engine
 }
 
 // CallObserver is told about every finished call: provider, method,
@@ -74,21 +75,22 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	r := &Runtime{cfg: cfg, providers: map[*Provider]struct{}{}}
-	if cfg.cacheDir != "" {
-		cache, err := wazero.NewCompilationCacheWithDir(cfg.cacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("compilation cache %s: %w", cfg.cacheDir, err)
-		}
-		r.cache = cache
-	} else {
-		r.cache = wazero.NewCompilationCache()
+	if cfg.engine == "" {
+		cfg.engine = defaultEngine()
 	}
-	return r, nil
+	newEngine, ok := engines[cfg.engine]
+	if !ok {
+		return nil, fmt.Errorf("engine %q: %w", cfg.engine, ErrEngineUnavailable)
+	}
+	eng, err := newEngine(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("engine %s: %w", cfg.engine, err)
+	}
+	return &Runtime{cfg: cfg, engine: eng, providers: map[*Provider]struct{}{}}, nil
 }
 
 // Close closes every provider loaded by r (waiting for calls in flight) and
-// the compilation cache.
+// the engine with its compilation cache.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	ps := make([]*Provider, 0, len(r.providers))
@@ -102,7 +104,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 			first = err
 		}
 	}
-	if err := r.cache.Close(ctx); err != nil && first == nil {
+	if err := r.engine.Close(ctx); err != nil && first == nil {
 		first = err
 	}
 	return first

@@ -1,0 +1,30 @@
+package hostfuncs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/wasmprov/wasmprov/abi"
+)
+
+// Instantiate defines the wasmprov_v1 host module in a wazero runtime. Call
+// it once per runtime, before instantiating guests. It is the wazero binding
+// of Functions; other engines bind the same table their own way.
+func Instantiate(ctx context.Context, r wazero.Runtime) (api.Module, error) {
+	b := r.NewHostModuleBuilder(abi.ModuleName)
+	for _, f := range Functions() {
+		fn := f.Fn
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+				fn(ctx, mod.Memory(), stack)
+			}), f.Params, f.Results).
+			Export(f.Name)
+	}
+	m, err := b.Instantiate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("instantiating %s host module: %w", abi.ModuleName, err)
+	}
+	return m, nil
+}

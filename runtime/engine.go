@@ -1,0 +1,61 @@
+package runtime
+
+import (
+	"errors"
+	"os"
+	"sort"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine/wazeroengine"
+)
+
+// Engine names the WebAssembly engine a Runtime runs guests on. Both run
+// the same modules under the same ABI, policies, pool and error semantics;
+// they differ in cost (docs/BENCHMARKS.md) and build requirements.
+type Engine string
+
+const (
+	// EngineWazero is wazero: pure Go, no cgo, the default.
+	EngineWazero Engine = "wazero"
+	// EngineWasmtime is wasmtime through wasmtime-go (cgo, a static
+	// library of ~57 MB downloaded with the module). It is compiled in only
+	// with the build tag "wasmtime": `go build -tags wasmtime`.
+	EngineWasmtime Engine = "wasmtime"
+)
+
+// EngineEnv names the environment variable that chooses the engine of a
+// Runtime created without WithEngine, so a binary built with both engines
+// switches without code changes (and the test suite runs on either).
+const EngineEnv = "WASMPROV_ENGINE"
+
+// ErrEngineUnavailable is returned by New for an engine this binary was not
+// built with.
+var ErrEngineUnavailable = errors.New("engine not available in this build (wasmtime needs -tags wasmtime)")
+
+// WithEngine selects the engine (default: $WASMPROV_ENGINE, else wazero).
+func WithEngine(e Engine) Option { return func(c *config) { c.engine = e } }
+
+// engines are the engines compiled into this binary.
+var engines = map[Engine]func(config) (engine.Engine, error){
+	EngineWazero: func(c config) (engine.Engine, error) { return wazeroengine.New(c.cacheDir) },
+}
+
+// Engines lists the engines compiled into this binary.
+func Engines() []Engine {
+	out := make([]Engine, 0, len(engines))
+	for e := range engines {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func defaultEngine() Engine {
+	if e := os.Getenv(EngineEnv); e != "" {
+		return Engine(e)
+	}
+	return EngineWazero
+}
+
+// Engine reports the engine r runs guests on.
+func (r *Runtime) Engine() Engine { return r.cfg.engine }

@@ -1,0 +1,245 @@
+// Package wazeroengine runs modules on wazero, the default engine: pure Go,
+// no cgo, a compilation cache that can live on disk.
+//
+// Deadlines do not use wazero's WithCloseOnContextDone, which makes every
+// loop header an indirect call into the engine and starts a goroutine per
+// call (2-3x on a Go guest's method call). Modules are instead instrumented
+// (package interrupt) to check an exported global at every function entry
+// and loop header; Interrupt sets it from any goroutine.
+package wazeroengine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
+	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
+)
+
+// Engine is the wazero engine.
+type Engine struct {
+	cache     wazero.CompilationCache
+	allocator experimental.MemoryAllocator
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// Option configures New.
+type Option func(*Engine)
+
+// WithMemoryAllocator backs linear memories with a (nil: wazero's Go slices).
+func WithMemoryAllocator(a experimental.MemoryAllocator) Option {
+	return func(e *Engine) { e.allocator = a }
+}
+
+// New returns an engine whose compiled code is cached in cacheDir (in
+// memory when empty). The cache is keyed by module content, wazero version
+// and architecture, and may be shared between processes.
+func New(cacheDir string, opts ...Option) (*Engine, error) {
+	e := &Engine{}
+	for _, o := range opts {
+		o(e)
+	}
+	if cacheDir == "" {
+		e.cache = wazero.NewCompilationCache()
+		return e, nil
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("compilation cache %s: %w", cacheDir, err)
+	}
+	e.cache = cache
+	return e, nil
+}
+
+// Name implements engine.Engine.
+func (*Engine) Name() string { return "wazero" }
+
+// Close implements engine.Engine.
+func (e *Engine) Close(ctx context.Context) error { return e.cache.Close(ctx) }
+
+// Compile implements engine.Engine. Each module gets a wazero runtime of its
+// own, because the memory limit is a runtime setting; compiled code is
+// shared through the engine's cache.
+func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConfig) (_ engine.Module, err error) {
+	if cfg.Interruptible {
+		if wasm, err = interrupt.Instrument(wasm); err != nil {
+			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+		}
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithCompilationCache(e.cache).
+		WithMemoryLimitPages(cfg.MemoryLimitPages).
+		WithCloseOnContextDone(false)
+	wr := wazero.NewRuntimeWithConfig(ctx, rc)
+	defer func() {
+		if err != nil {
+			_ = wr.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
+		return nil, fmt.Errorf("instantiating WASI: %w", err)
+	}
+	if err := bindHost(ctx, wr, cfg); err != nil {
+		return nil, err
+	}
+	compiled, err := compileModule(ctx, wr, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+	}
+	return &module{engine: e, wr: wr, compiled: compiled}, nil
+}
+
+// compileModule is wr.CompileModule for untrusted input: a panic in
+// wazero's decoder or validator (v1.12.0 has one, on a type index out of
+// range in the function section) is an invalid module, not a dead host.
+func compileModule(ctx context.Context, wr wazero.Runtime, wasm []byte) (c wazero.CompiledModule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("wazero failed on the module: %v", r)
+		}
+	}()
+	return wr.CompileModule(ctx, wasm)
+}
+
+// bindHost defines the wasmprov_v1 host module from the engine-neutral table.
+func bindHost(ctx context.Context, wr wazero.Runtime, cfg engine.ModuleConfig) error {
+	b := wr.NewHostModuleBuilder(abi.ModuleName)
+	for _, f := range cfg.HostFunctions {
+		fn := f.Fn
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+				fn(ctx, mod.Memory(), stack)
+			}), f.Params, f.Results).
+			Export(f.Name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("instantiating %s host module: %w", abi.ModuleName, err)
+	}
+	return nil
+}
+
+type module struct {
+	engine   *Engine
+	wr       wazero.Runtime
+	compiled wazero.CompiledModule
+}
+
+func (m *module) ExportedFunctions() map[string]engine.Signature {
+	out := map[string]engine.Signature{}
+	for name, def := range m.compiled.ExportedFunctions() {
+		out[name] = engine.Signature{Params: def.ParamTypes(), Results: def.ResultTypes()}
+	}
+	return out
+}
+
+func (m *module) ExportedMemories() []string {
+	var names []string
+	for name := range m.compiled.ExportedMemories() {
+		names = append(names, name)
+	}
+	return names
+}
+
+func (m *module) ImportedFunctions() []engine.Import {
+	var out []engine.Import
+	for _, def := range m.compiled.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		out = append(out, engine.Import{Module: mod, Name: name,
+			Signature: engine.Signature{Params: def.ParamTypes(), Results: def.ResultTypes()}})
+	}
+	return out
+}
+
+// Close releases the module and its runtime. The compilation cache is
+// shared by every module: closing the runtime alone would leave this
+// module's code in it.
+func (m *module) Close(ctx context.Context) error {
+	_ = m.compiled.Close(ctx)
+	return m.wr.Close(ctx)
+}
+
+func (m *module) Instantiate(ctx context.Context, c engine.InstanceConfig) (engine.Instance, error) {
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions() // the runtime runs _initialize, under its deadline
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		cfg = cfg.WithEnv(k, v)
+	}
+	if c.Stdout != nil {
+		cfg = cfg.WithStdout(c.Stdout)
+	}
+	if c.Stderr != nil {
+		cfg = cfg.WithStderr(c.Stderr)
+	}
+	if c.Clock {
+		cfg = cfg.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+	}
+	if c.Random {
+		cfg = cfg.WithRandSource(rand.Reader)
+	}
+	if m.engine.allocator != nil {
+		ctx = experimental.WithMemoryAllocator(ctx, m.engine.allocator)
+	}
+	mod, err := m.wr.InstantiateModule(ctx, m.compiled, cfg)
+	if err != nil {
+		return nil, convert(err)
+	}
+	inst := &instance{mod: mod}
+	inst.flag, _ = mod.ExportedGlobal(interrupt.GlobalName).(api.MutableGlobal)
+	return inst, nil
+}
+
+type instance struct {
+	mod  api.Module
+	flag api.MutableGlobal // nil when not instrumented
+}
+
+func (i *instance) Function(name string) engine.Function {
+	f := i.mod.ExportedFunction(name)
+	if f == nil {
+		return nil
+	}
+	return function{f}
+}
+
+func (i *instance) Interruptible() bool { return i.flag != nil }
+
+// Interrupt sets the flag the instrumented code checks. It is a plain store
+// to the instance's globals from another goroutine; the guest sees it at
+// its next check.
+func (i *instance) Interrupt() {
+	if i.flag != nil {
+		i.flag.Set(1)
+	}
+}
+
+func (i *instance) Close(ctx context.Context) error { return i.mod.Close(ctx) }
+
+type function struct{ f api.Function }
+
+func (f function) Call(ctx context.Context, stack []uint64) error {
+	if err := f.f.CallWithStack(ctx, stack); err != nil {
+		return convert(err)
+	}
+	return nil
+}
+
+// convert turns a WASI exit into *engine.ExitError; other errors are traps.
+func convert(err error) error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return &engine.ExitError{Code: exit.ExitCode()}
+	}
+	return err
+}
