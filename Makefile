@@ -137,17 +137,22 @@ conformance: cli guests
 .PHONY: bench-compare bench-smoke
 BENCH_COUNT ?= 5
 BENCH_TIME ?= 1s
+# Go build tags, comma-separated. wasmtime adds the wasmtime column (cgo:
+# needs gcc); `make bench-compare BENCH_TAGS=` leaves it out (skipped).
+BENCH_TAGS ?= wasmtime
+BENCH_ENV = $(if $(findstring wasmtime,$(BENCH_TAGS)),CGO_ENABLED=1)
+BENCH_TAGFLAG = $(if $(strip $(BENCH_TAGS)),-tags $(strip $(BENCH_TAGS)))
 
 ## bench-compare: run the side-by-side benchmarks (minutes) and write build/bench/report.md
 bench-compare:
 	@mkdir -p $(BUILD)/bench
-	cd bench && $(GO) run ./cmd/report -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) \
+	cd bench && $(BENCH_ENV) $(GO) run ./cmd/report $(BENCH_TAGFLAG) -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) \
 	  -raw $(CURDIR)/$(BUILD)/bench/compare.txt -out $(CURDIR)/$(BUILD)/bench/report.md
 
 ## bench-smoke: build the bench module and run every benchmark once (CI)
 bench-smoke:
-	cd bench && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./guests/... ./benchprov/...
-	cd bench && $(GO) test -count=1 -run TestContenders -bench . -benchtime=1x -timeout 30m .
+	cd bench && $(BENCH_ENV) $(GO) vet $(BENCH_TAGFLAG) ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./guests/... ./benchprov/...
+	cd bench && $(BENCH_ENV) $(GO) test $(BENCH_TAGFLAG) -count=1 -run TestContenders -bench . -benchtime=1x -timeout 30m .
 
 # ---- e2e: real kube-apiserver + etcd, `wasmprov controller`, Hetzner simulator (issue 7) --
 # Owned by the controller's author. The e2e tests are a Go module of their own

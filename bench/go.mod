@@ -15,6 +15,7 @@ require (
 )
 
 require (
+	github.com/bytecodealliance/wasmtime-go/v37 v37.0.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect

@@ -1,7 +1,9 @@
 // Command coldstart is the subprocess the cold-start and memory benchmarks
 // start, so that each measurement begins in a fresh process. It prints one
 // JSON line and exits. Not meant to be run by hand (the benchmarks pass the
-// paths of what they built through WASMPROV_BENCH_PREBUILT).
+// paths of what they built through WASMPROV_BENCH_PREBUILT). The benchmarks
+// build it with their own build tags (-tags wasmtime for the wasmtime
+// contender: contenders.HostTags).
 //
 //	coldstart -contender wasmprov -mode first [-cache DIR]
 //	coldstart -contender wasmprov -mode memory -instances 16

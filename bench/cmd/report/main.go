@@ -5,6 +5,7 @@
 // value.
 //
 //	go run ./cmd/report -count 5 -out ../build/bench/report.md
+//	go run ./cmd/report -tags wasmtime ...   # with the wasmtime column (cgo)
 //
 // Run from the bench directory (make bench-compare does).
 package main
@@ -32,6 +33,7 @@ func main() {
 	out := flag.String("out", "", "Markdown output file (default stdout)")
 	raw := flag.String("raw", "", "also keep the raw go test output here")
 	from := flag.String("from", "", "parse this raw go test output instead of running")
+	tags := flag.String("tags", "", "go test -tags (wasmtime: the wasmtime contender, needs cgo)")
 	flag.Parse()
 
 	load0 := loadavg()
@@ -43,7 +45,11 @@ func main() {
 		}
 		text = string(b)
 	} else {
-		args := []string{"test", "-run", "^$", "-bench", *bench, "-benchmem", "-count", strconv.Itoa(*count), "-benchtime", *benchtime, "-timeout", "3h", "."}
+		args := []string{"test", "-run", "^$", "-bench", *bench, "-benchmem", "-count", strconv.Itoa(*count), "-benchtime", *benchtime, "-timeout", "3h"}
+		if *tags != "" {
+			args = append(args, "-tags", *tags)
+		}
+		args = append(args, ".")
 		fmt.Fprintln(os.Stderr, "go", strings.Join(args, " "))
 		cmd := exec.Command("go", args...)
 		var buf strings.Builder
@@ -59,7 +65,7 @@ func main() {
 	}
 	res := parse(text)
 	var w strings.Builder
-	write(&w, res, *count, *benchtime, load0, loadavg())
+	write(&w, res, *count, *benchtime, *tags, load0, loadavg())
 	if *out == "" {
 		fmt.Print(w.String())
 		return
@@ -148,10 +154,14 @@ func num(v float64, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
-func write(w *strings.Builder, r results, count int, benchtime, load0, load1 string) {
+func write(w *strings.Builder, r results, count int, benchtime, tags, load0, load1 string) {
 	fmt.Fprintf(w, "## Results\n\n")
 	fmt.Fprintf(w, "Machine: %s; %d CPUs (`nproc`); %s; load average %s at start, %s at end.\n", cpuModel(), goruntime.NumCPU(), goruntime.Version(), load0, load1)
-	fmt.Fprintf(w, "Generated %s by `cd bench && go run ./cmd/report -count %d -benchtime %s` (`make bench-compare`).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), count, benchtime)
+	tagArg := ""
+	if tags != "" {
+		tagArg = " -tags " + tags
+	}
+	fmt.Fprintf(w, "Generated %s by `cd bench && go run ./cmd/report -count %d -benchtime %s%s` (`make bench-compare`).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), count, benchtime, tagArg)
 	fmt.Fprintf(w, "Every figure is the median over %d runs. *mean* is go test's ns/op (it includes preemption by other tenants of the VM and the guest's GC pauses); *p50* is the median single call within a run. Ratios are computed within each run and their median is shown.\n\n", count)
 
 	for _, sc := range []struct{ bench, title string }{

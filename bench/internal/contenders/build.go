@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -50,7 +52,8 @@ const (
 
 // Build compiles pkg (relative to the bench module) once per process and
 // returns the output path. Guests are built with the standard toolchain:
-// GOOS=wasip1 GOARCH=wasm -buildmode=c-shared.
+// GOOS=wasip1 GOARCH=wasm -buildmode=c-shared. cmd/coldstart is built with
+// the build tags this binary has (HostTags), to a path naming them.
 func Build(pkg string) (string, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
@@ -61,6 +64,13 @@ func Build(pkg string) (string, error) {
 	out := filepath.Join(CacheDir(), "bin", filepath.Base(pkg))
 	if wasm {
 		out += ".wasm"
+	}
+	var tags []string
+	if pkg == ColdStart {
+		tags = HostTags()
+		if len(tags) > 0 {
+			out += "-" + strings.Join(tags, "-")
+		}
 	}
 	// A subprocess started by the benchmarks uses what its parent built.
 	if os.Getenv(PrebuiltEnv) != "" {
@@ -75,6 +85,12 @@ func Build(pkg string) (string, error) {
 	} else {
 		args = append(args, out)
 	}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+		if slices.Contains(tags, "wasmtime") {
+			env = append(env, "CGO_ENABLED=1") // wasmtime-go is cgo
+		}
+	}
 	args = append(args, "./"+pkg)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = Root()
@@ -85,3 +101,8 @@ func Build(pkg string) (string, error) {
 	built[pkg] = out
 	return out, nil
 }
+
+// HostTags are the build tags of this binary that cmd/coldstart is built
+// with too ("wasmtime" when built with -tags wasmtime), so the subprocess
+// can run every contender this binary can.
+func HostTags() []string { return slices.Clone(hostTags) }

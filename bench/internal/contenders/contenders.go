@@ -65,13 +65,23 @@ type Spec struct {
 	New  func(ctx context.Context, o Options) (Contender, error)
 }
 
+// Available reports whether the contender is built into this binary (New
+// returns ErrUnavailable otherwise). The benchmarks that start a
+// subprocess check it before building anything.
+func (s Spec) Available() bool { return s.Name != "wasmtime" || newWasmtime != nil }
+
 // All lists the contenders, in table order.
 func All() []Spec {
 	return []Spec{
 		{"native", "benchprov compiled into the host (the limit)", func(context.Context, Options) (Contender, error) { return NewNative(), nil }},
 		{"wasmprov", "wasmprov on wazero, defaults (interruptible guests)", func(ctx context.Context, o Options) (Contender, error) { return NewWasmprov(ctx, o, true) }},
 		{"wasmprov-nointr", "wasmprov on wazero, WithInterruptibleGuests(false)", func(ctx context.Context, o Options) (Contender, error) { return NewWasmprov(ctx, o, false) }},
-		{"wasmtime", "wasmprov on wasmtime (engine not built yet: issue 6, Deliver 2)", func(ctx context.Context, o Options) (Contender, error) { return newWasmtime(ctx, o) }},
+		{"wasmtime", "wasmprov on wasmtime (cgo, build tag wasmtime)", func(ctx context.Context, o Options) (Contender, error) {
+			if newWasmtime == nil {
+				return nil, ErrUnavailable
+			}
+			return newWasmtime(ctx, o)
+		}},
 		{"extism", "Extism go-sdk v1.7.1, Go guest with Extism's ABI", NewExtism},
 		{"goplugin", "hashicorp/go-plugin v1.8.0, gRPC, subprocess", func(ctx context.Context, o Options) (Contender, error) { return NewGoPlugin(ctx) }},
 	}
@@ -87,9 +97,15 @@ func Lookup(name string) (Spec, bool) {
 	return Spec{}, false
 }
 
-// newWasmtime is replaced by a file built with the wasmtime tag once the
-// runtime has a wasmtime engine.
-var newWasmtime = func(context.Context, Options) (Contender, error) { return nil, ErrUnavailable }
+// newWasmtime builds the wasmtime contender; it is set by wasmtime.go,
+// which is compiled only with the build tag wasmtime (the runtime's wasmtime
+// engine needs it, and cgo). Nil: the contender is unavailable.
+var newWasmtime func(context.Context, Options) (Contender, error)
+
+// hostTags are the build tags this binary was built with that the host
+// binaries it builds (cmd/coldstart) need too, so a subprocess can run the
+// same contenders.
+var hostTags []string
 
 // ---- native
 
@@ -127,19 +143,26 @@ type Wasmprov struct {
 	cp cloud.ContextProvider
 }
 
-// NewWasmprov loads the benchprov guest.
+// NewWasmprov loads the benchprov guest on the wazero engine (pinned, so
+// $WASMPROV_ENGINE does not change what this column measures).
 func NewWasmprov(ctx context.Context, o Options, interruptible bool) (*Wasmprov, error) {
+	return newWasmprov(ctx, o, runtime.WithEngine(runtime.EngineWazero), runtime.WithInterruptibleGuests(interruptible))
+}
+
+// newWasmprov loads the benchprov guest with the runtime options extra
+// (after the bench's own: logger, compilation cache).
+func newWasmprov(ctx context.Context, o Options, extra ...runtime.Option) (*Wasmprov, error) {
 	wasm, err := Build(WasmprovGuest)
 	if err != nil {
 		return nil, err
 	}
 	opts := []runtime.Option{
 		runtime.WithLogger(slog.New(slog.DiscardHandler)),
-		runtime.WithInterruptibleGuests(interruptible),
 	}
 	if o.CacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(o.CacheDir))
 	}
+	opts = append(opts, extra...)
 	rt, err := runtime.New(ctx, opts...)
 	if err != nil {
 		return nil, err
@@ -358,5 +381,7 @@ func (g *GoPlugin) Create(ctx context.Context, m *clusterv1alpha1.Machine) error
 
 func (g *GoPlugin) Close() error { g.client.Kill(); return nil }
 
-// CompilationCacheDir is a wazero cache directory under CacheDir.
+// CompilationCacheDir is a compilation cache directory under CacheDir
+// (wazero's files; wasmtime keeps its own in a wasmtime-go-v37.0.0
+// subdirectory).
 func CompilationCacheDir(name string) string { return filepath.Join(CacheDir(), "wazero-"+name) }
