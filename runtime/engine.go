@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine/wazeroengine"
+	"github.com/wasmprov/wasmprov/runtime/internal/mmapmem"
 )
 
 // Engine names the WebAssembly engine a Runtime runs guests on. Both run
@@ -37,7 +38,7 @@ func WithEngine(e Engine) Option { return func(c *config) { c.engine = e } }
 
 // engines are the engines compiled into this binary.
 var engines = map[Engine]func(config) (engine.Engine, error){
-	EngineWazero: func(c config) (engine.Engine, error) { return wazeroengine.New(c.cacheDir) },
+	EngineWazero: newWazero,
 }
 
 // Engines lists the engines compiled into this binary.
@@ -48,6 +49,17 @@ func Engines() []Engine {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// newWazero backs linear memories with mmap'd address space where the
+// platform allows (runtime/internal/mmapmem): no copy when a memory grows,
+// and its pages go back to the OS as soon as the instance is closed.
+func newWazero(c config) (engine.Engine, error) {
+	var opts []wazeroengine.Option
+	if a := mmapmem.New(); a != nil {
+		opts = append(opts, wazeroengine.WithMemoryAllocator(a))
+	}
+	return wazeroengine.New(c.cacheDir, opts...)
 }
 
 func defaultEngine() Engine {

@@ -102,10 +102,18 @@ func (p *Provider) Close(ctx context.Context) error {
 		if p.pool != nil {
 			p.closeErr = p.pool.Close(ctx)
 		}
-		if p.mod != nil {
-			if err := p.mod.Close(context.WithoutCancel(ctx)); err != nil && p.closeErr == nil {
-				p.closeErr = err
-			}
+		switch {
+		case p.mod == nil:
+		case p.closeErr != nil:
+			// Calls still run in instances of this module (ctx ended
+			// first): closing it now would pull their memory from under
+			// them. It is closed when the last of them is back.
+			go func() {
+				<-p.pool.Drained()
+				_ = p.mod.Close(context.Background())
+			}()
+		default:
+			p.closeErr = p.mod.Close(context.WithoutCancel(ctx))
 		}
 		p.rt.untrack(p)
 	})

@@ -30,6 +30,7 @@ type Pool[T Item] struct {
 	closed  bool
 	stats   Stats
 	done    chan struct{} // closed by Close: wakes waiting Gets
+	drained chan struct{} // closed once, after Close, every item is back and closed
 }
 
 // Stats counts what the pool did. Read it with Stats().
@@ -45,7 +46,7 @@ func New[T Item](max int, newItem func(context.Context) (T, error)) *Pool[T] {
 	if max < 1 {
 		max = 1
 	}
-	return &Pool[T]{newItem: newItem, slots: make(chan struct{}, max), done: make(chan struct{})}
+	return &Pool[T]{newItem: newItem, slots: make(chan struct{}, max), done: make(chan struct{}), drained: make(chan struct{})}
 }
 
 // Max is the pool's capacity.
@@ -181,20 +182,30 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 	for _, it := range idle {
 		p.closeItem(ctx, it)
 	}
-	if already {
+	if !already {
+		close(p.done)
+		go p.drain()
+	}
+	select {
+	case <-p.drained:
 		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
-	close(p.done)
-	// Drain: take every slot; each is free only once its item is back.
-	for i := 0; i < cap(p.slots); i++ {
-		select {
-		case p.slots <- struct{}{}:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-	return nil
 }
+
+// drain takes every slot: each is free only once its item is back (and, the
+// pool being closed, closed).
+func (p *Pool[T]) drain() {
+	for i := 0; i < cap(p.slots); i++ {
+		p.slots <- struct{}{}
+	}
+	close(p.drained)
+}
+
+// Drained is closed once the pool is closed and every item it made has
+// been closed: what owns the items' shared resources may release them then.
+func (p *Pool[T]) Drained() <-chan struct{} { return p.drained }
 
 func (p *Pool[T]) closeItem(ctx context.Context, it T) {
 	_ = it.Close(ctx)
