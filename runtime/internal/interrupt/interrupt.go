@@ -1,34 +1,62 @@
 // Package interrupt makes a WebAssembly module stoppable at little cost.
 //
 // Instrument rewrites a module so that every function entry and every loop
-// header reads an interrupt flag and traps (unreachable) when it is
-// non-zero. The host stops a runaway call by setting the flag from another
-// goroutine: any execution that does not end must either loop or call, so
-// it reaches a check within one loop iteration or one call.
+// header runs a check. Any execution that does not end must either loop or
+// call, so it reaches a check within one loop iteration or one call.
 //
-// The flag is one of two things (InstrumentWith's Flag):
+// The check is one of three things (InstrumentWith's Flag):
 //
-//   - FlagGlobal (Instrument): an exported mutable i32 global, GlobalName,
-//     which wazero lets the host set from another goroutine.
-//   - FlagMemory: word 0 of an added 1-page memory (min 1, max 1, so it
-//     never grows or moves) exported as MemoryName, which the host writes
-//     through its address. It exists for wasmtime: wasmtime-go exposes no
-//     way to set a global of, or stop, one store from another thread
-//     (epochs are engine-wide and can only trap), but a linear memory is raw
-//     memory any goroutine can write. The check names the memory with the
-//     multi-memory encoding unless the module had no memory at all.
+//   - FlagGlobal (Instrument): it reads an exported mutable i32 global,
+//     GlobalName, and traps (unreachable) when it is non-zero. The host
+//     stops a runaway call by setting the global from another goroutine,
+//     which wazero allows.
+//   - FlagMemory: it reads word 0 of an added 1-page memory (min 1, max 1,
+//     so it never grows or moves) exported as MemoryName, and traps when it
+//     is non-zero; the host writes the word through its address. It exists
+//     for wasmtime: wasmtime-go exposes no way to set a global of, or stop,
+//     one store from another thread (epochs are engine-wide and can only
+//     trap), but a linear memory is raw memory any goroutine can write. The
+//     check names the memory with the multi-memory encoding unless the
+//     module had no memory at all.
+//   - FlagBudget: it counts down a private (unexported) mutable i32 global;
+//     every Budget checks, it resets the global and calls an added import,
+//     YieldModule.YieldName, a host function. It exists for wazero, whose
+//     compiled guest code runs outside Go's safe points: a garbage
+//     collection that starts while a guest loops without calling the host
+//     waits in stop-the-world for that goroutine forever, and the goroutine
+//     that would set a FlagGlobal flag is stopped with the rest, so the
+//     process hangs for good. A host-function call is a safe point (wazero
+//     returns to Go to make it, and Go's function prologues honour a
+//     pending preemption), so the collection proceeds at the next yield;
+//     the host also stops the call there, by panicking in the yield
+//     function once its own (Go-side) flag is set. The yield import takes
+//     function index Y, the number of imported functions, so the rewrite
+//     moves every defined function up by one: calls, ref.func, element
+//     segments, exports, the start function and the name section's
+//     function, local and label names. A bulk memory or table instruction
+//     (memory.fill, memory.copy, memory.init, table.fill, table.copy,
+//     table.init) takes time in proportion to its length, so FlagBudget
+//     also charges it one check per 4 KiB (or 4096 elements): otherwise a
+//     loop of whole-memory fills, one check per fill, would yield once a
+//     minute. Modules with 64-bit memories or tables are refused (their
+//     lengths are i64; wazero has no memory64 anyway).
 //
 // This replaces wazero's WithCloseOnContextDone, which makes every loop
 // header an indirect call into the engine and every guest call spawn a
 // goroutine (2-3x on a Go guest's method call); the check here is one load,
-// one compare and one predictable branch.
+// one compare and one predictable branch (FlagBudget: two loads, a
+// decrement, a store, a compare and a predictable branch, and a host call
+// every Budget checks).
 //
 // The rewriter decodes every instruction and fails closed: an opcode it
 // does not know, or an index of the kind it adds beyond the module's own (a
-// global index in FlagGlobal mode; a memory index in an instruction, a data
-// segment or an export in FlagMemory mode), which the original module could
-// not have used but which would reach the added flag after the rewrite, is
-// an error, never a silently wrong module.
+// global index in FlagGlobal and FlagBudget modes; a memory index in an
+// instruction, a data segment or an export in FlagMemory mode), which the
+// original module could not have used but which would reach the added flag
+// after the rewrite, is an error, never a silently wrong module. (No
+// original function index reaches FlagBudget's yield import, and the type
+// it adds is only a signature: a module that names it, invalid before,
+// gains nothing a module declaring it itself would not have.)
 package interrupt
 
 import (
@@ -53,6 +81,23 @@ const (
 	// as MemoryName (engines that cannot set a global from another thread:
 	// wasmtime).
 	FlagMemory
+	// FlagBudget: a private mutable i32 global counted down at every
+	// check; when it reaches zero it is reset to Budget and the guest calls
+	// the imported YieldModule.YieldName, which the host uses as a Go safe
+	// point and to stop the call (wazero).
+	FlagBudget
+)
+
+const (
+	// YieldModule is the import module of the yield function FlagBudget
+	// adds.
+	YieldModule = "wasmprov_interrupt"
+	// YieldName is the import name of the yield function: (func), no
+	// parameters, no results.
+	YieldName = "yield"
+	// Budget is the number of checks between two calls of the yield
+	// function in FlagBudget mode.
+	Budget = 1 << 14
 )
 
 // ErrUnsupported wraps every reason Instrument refuses a module.
@@ -60,7 +105,10 @@ var ErrUnsupported = errors.New("cannot instrument module for interruption")
 
 const (
 	secCustom    = 0
+	secType      = 1
 	secImport    = 2
+	secFunction  = 3
+	secTable     = 4
 	secMemory    = 5
 	secGlobal    = 6
 	secExport    = 7
@@ -76,6 +124,9 @@ const (
 	kindGlobal = 0x03
 )
 
+// limits64 is the limits flag of 64-bit memory and table indices.
+const limits64 = 0x04
+
 // noLimit is above every u32 index: the rewriter checks no index of that
 // kind.
 const noLimit = 1 << 32
@@ -88,6 +139,13 @@ type section struct {
 // Instrument returns the module instrumented in FlagGlobal mode.
 func Instrument(wasm []byte) ([]byte, error) { return InstrumentWith(wasm, FlagGlobal) }
 
+// addition is an item the rewrite appends to a section's vector, creating
+// the section in its place if the module has none.
+type addition struct {
+	id   byte
+	item []byte
+}
+
 // InstrumentWith returns the module instrumented to read the flag f says.
 func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 	defer func() {
@@ -99,7 +157,7 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 			panic(r)
 		}
 	}()
-	if f != FlagGlobal && f != FlagMemory {
+	if f != FlagGlobal && f != FlagMemory && f != FlagBudget {
 		fail(fmt.Sprintf("unknown flag kind %d", f))
 	}
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 || wasm[5] != 0 || wasm[6] != 0 || wasm[7] != 0 {
@@ -113,11 +171,30 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 		secs = append(secs, section{id, r.bytes(int(n))})
 	}
 	var imported imports
-	var definedGlobals, definedMemories uint32
+	var types, definedGlobals, definedMemories uint32
+	var typeParams, funcTypes []uint32 // FlagBudget
 	have := map[byte]bool{}
 	for _, s := range secs {
+		if f == FlagBudget && s.id != secCustom && have[s.id] {
+			// One count per section: a second would shift the added
+			// indices under the first.
+			fail(fmt.Sprintf("repeated section %d", s.id))
+		}
 		have[s.id] = true
 		switch s.id {
+		case secType:
+			if f == FlagBudget { // the other modes never read it
+				typeParams = funcTypeParams(s.body)
+				types = uint32(len(typeParams))
+			}
+		case secFunction:
+			if f == FlagBudget {
+				funcTypes = readU32Vec(s.body)
+			}
+		case secTable:
+			if f == FlagBudget && hasLimits64(s.id, s.body) {
+				fail("64-bit table indices")
+			}
 		case secImport:
 			imported = countImports(s.body)
 		case secGlobal:
@@ -126,24 +203,26 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 			if f == FlagMemory { // FlagGlobal never read it
 				definedMemories = (&reader{b: s.body}).u32()
 			}
+			if f == FlagBudget && hasLimits64(s.id, s.body) {
+				fail("64-bit memory indices")
+			}
 		case secExport:
 			checkExportName(s.body, f)
 		}
 	}
 
-	// The rewriter, the section that gets the new item, the item and its
-	// export.
+	// The rewriter and the items the rewrite adds.
 	var w rewriter
-	var addTo byte
-	var newItem, newExport []byte
+	var adds []addition
 	switch f {
 	case FlagGlobal:
 		g := imported.globals + definedGlobals
 		w = rewriter{globals: uint64(g), memories: noLimit}
 		w.check = append(append([]byte{0x23}, leb(uint64(g))...), 0x04, 0x40, 0x00, 0x0b)
-		addTo = secGlobal
-		newItem = []byte{0x7f, 0x01, 0x41, 0x00, 0x0b} // (mut i32) (i32.const 0)
-		newExport = exportEntry(GlobalName, kindGlobal, g)
+		adds = []addition{
+			{secGlobal, []byte{0x7f, 0x01, 0x41, 0x00, 0x0b}}, // (mut i32) (i32.const 0)
+			{secExport, exportEntry(GlobalName, kindGlobal, g)},
+		}
 	case FlagMemory:
 		m := uint64(imported.memories) + uint64(definedMemories)
 		if m >= noLimit {
@@ -151,35 +230,64 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 		}
 		w = rewriter{globals: noLimit, memories: m}
 		w.check = memoryCheck(uint32(m))
-		addTo = secMemory
-		newItem = []byte{0x01, 0x01, 0x01} // limits min 1 max 1
-		newExport = exportEntry(MemoryName, kindMemory, uint32(m))
+		adds = []addition{
+			{secMemory, []byte{0x01, 0x01, 0x01}}, // limits min 1 max 1
+			{secExport, exportEntry(MemoryName, kindMemory, uint32(m))},
+		}
 		for _, s := range secs {
 			if s.id == secExport {
 				w.checkExportedMemories(s.body)
 			}
 		}
+	case FlagBudget:
+		if imported.yield {
+			fail("the module already imports from " + YieldModule)
+		}
+		if imported.limits64 {
+			fail("64-bit memory or table indices")
+		}
+		g := uint64(imported.globals) + uint64(definedGlobals)
+		if g >= noLimit || uint64(types) >= noLimit-1 {
+			fail("too many globals or types")
+		}
+		w = rewriter{globals: g, memories: noLimit, remap: true, yield: imported.funcs}
+		w.check = budgetCheck(uint32(g), imported.funcs)
+		w.params = make([]uint32, len(funcTypes))
+		for i, t := range funcTypes {
+			if uint64(t) >= uint64(len(typeParams)) {
+				fail(fmt.Sprintf("type index %d out of range", t))
+			}
+			w.params[i] = typeParams[t]
+		}
+		yield := append(append(append(leb(uint64(len(YieldModule))), YieldModule...), leb(uint64(len(YieldName)))...), YieldName...)
+		adds = []addition{
+			{secType, []byte{0x60, 0x00, 0x00}},                                          // (func)
+			{secImport, append(append(yield, 0x00), leb(uint64(types))...)},              // (import YieldModule YieldName (func (type T)))
+			{secGlobal, append(append([]byte{0x7f, 0x01, 0x41}, sleb(Budget)...), 0x0b)}, // (mut i32) (i32.const Budget)
+		}
 	}
 
 	var outSecs []section
-	insertedItem, insertedExport := false, false
+	inserted := make([]bool, len(adds))
 	for _, s := range secs {
-		// Sections that must come after the new item's and export sections.
-		if !insertedItem && !have[addTo] && after(s.id, addTo) {
-			outSecs = append(outSecs, section{addTo, append(leb(1), newItem...)})
-			insertedItem = true
+		// Sections that must come after the sections of added items the
+		// module lacks.
+		for i, a := range adds {
+			if !inserted[i] && !have[a.id] && after(s.id, a.id) {
+				outSecs = append(outSecs, section{a.id, append(leb(1), a.item...)})
+				inserted[i] = true
+			}
 		}
-		if !insertedExport && !have[secExport] && after(s.id, secExport) {
-			outSecs = append(outSecs, section{secExport, append(leb(1), newExport...)})
-			insertedExport = true
+		if w.remap {
+			s.body = w.remapSection(s.id, s.body)
+		}
+		for i, a := range adds {
+			if s.id == a.id {
+				s.body = appendToVec(s.body, a.item)
+				inserted[i] = true
+			}
 		}
 		switch s.id {
-		case addTo:
-			s.body = appendToVec(s.body, newItem)
-			insertedItem = true
-		case secExport:
-			s.body = appendToVec(s.body, newExport)
-			insertedExport = true
 		case secCode:
 			s.body = w.instrumentCode(s.body)
 		case secData:
@@ -189,11 +297,17 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 		}
 		outSecs = append(outSecs, s)
 	}
-	if !insertedItem {
-		outSecs = append(outSecs, section{addTo, append(leb(1), newItem...)})
+	for i, a := range adds {
+		if !inserted[i] {
+			outSecs = append(outSecs, section{a.id, append(leb(1), a.item...)})
+		}
 	}
-	if !insertedExport {
-		outSecs = append(outSecs, section{secExport, append(leb(1), newExport...)})
+	if w.remap {
+		// After the code section, wherever the name section is: label
+		// names need the loops instrumentCode counted.
+		outSecs = w.remapNameSections(outSecs)
+	} else {
+		outSecs = dropMisreadNames(outSecs)
 	}
 	out = append(make([]byte, 0, len(wasm)+len(wasm)/8), wasm[:8]...)
 	for _, s := range outSecs {
@@ -202,6 +316,62 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 		out = append(out, s.body...)
 	}
 	return out, nil
+}
+
+// dropMisreadNames drops a "name" custom section whose module, function or
+// local names do not fill their subsections exactly. wazero reads those
+// subsections by their content, not by their sizes, so it reads on past
+// such a section: harmless in the original module when the section comes
+// last, fatal to the compilation once the rewrite has appended a section
+// after it. A well-formed name section is kept as it is.
+func dropMisreadNames(secs []section) []section {
+	out := secs[:0]
+	for _, s := range secs {
+		if s.id == secCustom {
+			r := &reader{b: s.body}
+			if r.name() == "name" && !namesWellFormed(r.b[r.pos:]) {
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// namesWellFormed reports whether a name section's content (after its
+// name) is a sequence of subsections whose module, function and local
+// names fill them exactly.
+func namesWellFormed(b []byte) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, isDecode := r.(decodeError); !isDecode {
+				panic(r)
+			}
+			ok = false
+		}
+	}()
+	r := &reader{b: b}
+	for !r.done() {
+		id := r.byte()
+		sub := &reader{b: r.bytes(int(r.u32()))}
+		switch id {
+		case nameModule:
+			sub.name()
+		case nameFunctions:
+			appendNameMap(nil, sub, nil)
+		case nameLocals:
+			for n := sub.u32(); n > 0; n-- {
+				sub.u32()
+				appendNameMap(nil, sub, nil)
+			}
+		default:
+			continue
+		}
+		if !sub.done() {
+			return false
+		}
+	}
+	return true
 }
 
 // memoryCheck is the FlagMemory check for flag memory m:
@@ -248,22 +418,32 @@ func appendToVec(body, item []byte) []byte {
 	return append(out, item...)
 }
 
-type imports struct{ globals, memories uint32 }
+// imports counts a module's imports. yield says whether one comes from
+// YieldModule.
+type imports struct {
+	funcs, globals, memories uint32
+	yield                    bool
+	// limits64: a memory or table with 64-bit indices is imported.
+	limits64 bool
+}
 
 func countImports(body []byte) imports {
 	r := &reader{b: body}
 	var n imports
 	for k := r.u32(); k > 0; k-- {
-		r.name()
+		if r.name() == YieldModule {
+			n.yield = true
+		}
 		r.name()
 		switch kind := r.byte(); kind {
 		case 0x00: // func
 			r.u32()
+			n.funcs++
 		case 0x01: // table
 			r.refType()
-			r.limits()
+			n.limits64 = n.limits64 || r.limits()&limits64 != 0
 		case kindMemory:
-			r.limits()
+			n.limits64 = n.limits64 || r.limits()&limits64 != 0
 			n.memories++
 		case kindGlobal:
 			r.valType()
@@ -281,7 +461,7 @@ func countImports(body []byte) imports {
 
 // checkExportName refuses a module that already exports the flag's name.
 func checkExportName(body []byte, f Flag) {
-	name := GlobalName
+	name := GlobalName // FlagGlobal's export; FlagBudget refuses it too
 	if f == FlagMemory {
 		name = MemoryName
 	}
@@ -346,9 +526,28 @@ func (w *rewriter) constExpr(r *reader) {
 // rewrite.
 type rewriter struct {
 	check []byte
+	// charge (FlagBudget): the code after a bulk instruction, which
+	// charges its length (in bulkLocal) to the budget.
+	charge []byte
 	// globals and memories: the lowest index that is refused, noLimit
 	// for a kind the rewrite adds nothing to.
 	globals, memories uint64
+	// remap (FlagBudget): the yield import takes function index yield,
+	// so every function index from yield up moves up by one.
+	remap bool
+	yield uint32
+	// loops (FlagBudget), for each defined function, the label index of
+	// each loop, in order: label names move by the checks inserted before
+	// them. curLoops: the function being copied.
+	loops    [][]uint32
+	curLoops []uint32
+	// params (FlagBudget): each defined function's parameter count.
+	// bulkLocal: the index of the i32 local the function being copied gets
+	// if it has a bulk instruction (usedBulk), to charge its length.
+	params    []uint32
+	bulkLocal uint32
+	usedBulk  bool
+	body      []byte // scratch
 }
 
 func (w *rewriter) global(idx uint32) {
@@ -380,18 +579,25 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 	n := r.u32()
 	out := append(make([]byte, 0, len(body)+len(body)/8), leb(uint64(n))...)
 	var fn []byte
-	for ; n > 0; n-- {
+	for d := 0; n > 0; n, d = n-1, d+1 {
 		size := r.u32()
 		fr := &reader{b: r.bytes(int(size))}
 		fn = fn[:0]
 		// Locals.
-		for l := fr.u32(); l > 0; l-- {
-			fr.u32()
+		groups := fr.u32()
+		groupsEnd := fr.pos
+		var locals uint64
+		for l := groups; l > 0; l-- {
+			locals += uint64(fr.u32())
 			fr.valType()
 		}
-		fn = append(fn, fr.b[:fr.pos]...)
-		fn = append(fn, w.check...)
-		fn = w.copyInstructions(fr, fn)
+		if w.remap {
+			fn = w.instrumentBudgetFunction(d, fr, groups, groupsEnd, locals, fn)
+		} else {
+			fn = append(fn, fr.b[:fr.pos]...)
+			fn = append(fn, w.check...)
+			fn = w.copyInstructions(fr, fn)
+		}
 		out = append(out, leb(uint64(len(fn)))...)
 		out = append(out, fn...)
 	}
@@ -401,9 +607,20 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 // copyInstructions copies a function's expression, adding check after each
 // loop header.
 func (w *rewriter) copyInstructions(r *reader, out []byte) []byte {
+	var label uint32 // FlagBudget: the next label's index
+	w.curLoops = nil
 	for !r.done() {
 		start := r.pos
 		op := r.byte()
+		if w.remap {
+			switch op {
+			case 0x02, 0x03, 0x04, 0x06, 0x1f: // block loop if try try_table
+				if op == 0x03 {
+					w.curLoops = append(w.curLoops, label)
+				}
+				label++
+			}
+		}
 		switch {
 		case op == 0x03: // loop bt
 			r.blockType()
@@ -412,6 +629,22 @@ func (w *rewriter) copyInstructions(r *reader, out []byte) []byte {
 			continue
 		case op == 0x23 || op == 0x24: // global.get / global.set
 			w.global(r.u32())
+		case w.remap && (op == 0x10 || op == 0x12 || op == 0xd2): // call return_call ref.func
+			out = append(out, op)
+			out = append(out, leb(uint64(w.fn(r.u32())))...)
+			continue
+		case w.remap && op == 0xfc:
+			sub := r.u32()
+			w.fc(r, sub)
+			if !bulk(sub) {
+				break
+			}
+			w.usedBulk = true
+			out = append(out, 0x22) // local.tee: the length, on top of the stack
+			out = append(out, leb(uint64(w.bulkLocal))...)
+			out = append(out, r.b[start:r.pos]...)
+			out = append(out, w.charge...)
+			continue
 		default:
 			w.immediates(r, op)
 		}
@@ -586,6 +819,7 @@ func (r *reader) name() string { return string(r.bytes(int(r.u32()))) }
 func (r *reader) valType() {
 	switch c := r.byte(); c {
 	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+	case 0x69: // exnref (exception handling, which wazero decodes)
 	case 0x63, 0x64: // (ref null ht), (ref ht)
 		r.s64()
 	default:
@@ -595,12 +829,15 @@ func (r *reader) valType() {
 
 func (r *reader) refType() { r.valType() }
 
-func (r *reader) limits() {
+// limits reads a table's or memory's limits and returns their flags (bit 2:
+// 64-bit indices).
+func (r *reader) limits() byte {
 	flags := r.byte()
 	r.u64()
 	if flags&1 != 0 {
 		r.u64()
 	}
+	return flags
 }
 
 // memArg reads a memarg and returns its flags (alignment and bit 6) and
@@ -622,6 +859,8 @@ func (r *reader) blockType() {
 	switch c := r.b[r.pos]; c {
 	case 0x40, 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
 		r.pos++
+	case 0x63, 0x64: // (ref null ht), (ref ht): a value type of two bytes or more
+		r.valType()
 	default:
 		r.s64() // a type index as s33
 	}

@@ -118,8 +118,11 @@ func TestInstrumentRefusesFlagAccess(t *testing.T) {
 
 // FuzzInstrument: Instrument never panics, and whatever wazero accepts
 // stays acceptable after instrumentation (or is refused with an error).
+// FlagBudget accepts every module wazero compiles that imports nothing from
+// YieldModule and does not export GlobalName, into a module wazero
+// compiles, of the expected structure.
 func FuzzInstrument(f *testing.F) {
-	for _, b := range fixtures(f) {
+	for _, b := range budgetFixtures(f) {
 		f.Add(b)
 	}
 	ctx := context.Background()
@@ -130,15 +133,34 @@ func FuzzInstrument(f *testing.F) {
 		if memErr != nil && !errors.Is(memErr, ErrUnsupported) {
 			t.Fatalf("FlagMemory: an error that is not ErrUnsupported: %v", memErr)
 		}
-		out, err := Instrument(wasm)
-		if err != nil {
-			return
+		budOut, budErr := InstrumentWith(wasm, FlagBudget)
+		if budErr != nil && !errors.Is(budErr, ErrUnsupported) {
+			t.Fatalf("FlagBudget: an error that is not ErrUnsupported: %v", budErr)
 		}
-		orig, err := r.CompileModule(ctx, wasm)
-		if err != nil {
+		out, err := Instrument(wasm)
+		if err != nil && budErr != nil {
+			return // not given to wazero, which panics on some invalid modules
+		}
+		orig, cerr := compileUntrusted(ctx, r, wasm)
+		if cerr != nil {
 			return
 		}
 		defer orig.Close(ctx)
+		if budErr != nil {
+			if !strings.Contains(budErr.Error(), "already imports") && !strings.Contains(budErr.Error(), "already exports") {
+				t.Fatalf("FlagBudget refuses a valid module: %v", budErr)
+			}
+		} else {
+			cm, err := r.CompileModule(ctx, budOut)
+			if err != nil {
+				t.Fatalf("FlagBudget: valid module invalid after instrumentation: %v", err)
+			}
+			cm.Close(ctx)
+			checkBudgetOutput(t, wasm, budOut)
+		}
+		if err != nil {
+			return
+		}
 		cm, err := r.CompileModule(ctx, out)
 		if err != nil {
 			t.Fatalf("valid module invalid after instrumentation: %v", err)
@@ -160,6 +182,18 @@ func FuzzInstrument(f *testing.F) {
 			cm.Close(ctx)
 		}
 	})
+}
+
+// compileUntrusted is r.CompileModule taking a panic in wazero for an
+// invalid module, as the wazero engine does (v1.12.0's validator panics on
+// a type index out of range in the function section).
+func compileUntrusted(ctx context.Context, r wazero.Runtime, wasm []byte) (cm wazero.CompiledModule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			cm, err = nil, fmt.Errorf("wazero panicked: %v", p)
+		}
+	}()
+	return r.CompileModule(ctx, wasm)
 }
 
 // ---- FlagMemory ----
@@ -315,23 +349,30 @@ func wabt(tb testing.TB, tool string) string {
 // with the check reading memory m.
 func wabtCheck(tb testing.TB, wasm []byte, m uint32) {
 	tb.Helper()
+	load := "i32.load"
+	if m != 0 {
+		load = fmt.Sprintf("i32.load %d", m)
+	}
+	wabtCheckLines(tb, wasm, []string{"--enable-multi-memory", "--enable-threads"}, []string{"i32.const 0", load, "if", "unreachable", "end"})
+}
+
+// wabtCheckLines validates a module with wasm-validate and the given
+// feature flags, and checks in wasm2wat's text (with the same flags) that
+// every function and every loop begins with the lines want.
+func wabtCheckLines(tb testing.TB, wasm []byte, flags, want []string) {
+	tb.Helper()
 	validate, wat := wabt(tb, "wasm-validate"), wabt(tb, "wasm2wat")
 	f := filepath.Join(tb.TempDir(), "m.wasm")
 	if err := os.WriteFile(f, wasm, 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	if out, err := exec.Command(validate, "--enable-multi-memory", "--enable-threads", f).CombinedOutput(); err != nil {
+	if out, err := exec.Command(validate, append(flags, f)...).CombinedOutput(); err != nil {
 		tb.Fatalf("wasm-validate: %v\n%s", err, out)
 	}
-	text, err := exec.Command(wat, "--enable-multi-memory", "--enable-threads", f).Output()
+	text, err := exec.Command(wat, append(flags, f)...).Output()
 	if err != nil {
 		tb.Fatalf("wasm2wat: %v", err)
 	}
-	load := "i32.load"
-	if m != 0 {
-		load = fmt.Sprintf("i32.load %d", m)
-	}
-	want := []string{"i32.const 0", load, "if", "unreachable", "end"}
 	lines := strings.Split(string(text), "\n")
 	for i := range lines {
 		lines[i] = strings.TrimSpace(lines[i])
@@ -524,8 +565,10 @@ func TestInstrumentMemoryRefusesFlagAccess(t *testing.T) {
 			t.Errorf("%s: want ErrUnsupported (%s), got %v", c.name, c.why, err)
 		}
 	}
-	if _, err := InstrumentWith(funcModule(0, 1), Flag(2)); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("unknown Flag: want ErrUnsupported, got %v", err)
+	for _, f := range []Flag{FlagBudget + 1, -1} {
+		if _, err := InstrumentWith(funcModule(0, 1), f); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("unknown Flag %d: want ErrUnsupported, got %v", f, err)
+		}
 	}
 }
 

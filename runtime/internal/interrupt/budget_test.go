@@ -1,0 +1,1194 @@
+package interrupt
+
+//go:generate wat2wasm --debug-names testdata/remap.wat -o testdata/remap.wasm
+//go:generate wat2wasm --debug-names testdata/budget.wat -o testdata/budget.wasm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// ---- FlagBudget ----
+
+// wantBudgetCheck spells out the FlagBudget check for budget global g and
+// yield function y, independently of budgetCheck:
+//
+//	global.get g; i32.const 1; i32.sub; global.set g
+//	global.get g; i32.eqz; if
+//	  i32.const 16384; global.set g; call y
+//	end
+func wantBudgetCheck(g, y uint32) []byte {
+	x := leb(uint64(g))
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	return cat([]byte{0x23}, x, []byte{0x41, 0x01, 0x6b, 0x24}, x, []byte{0x23}, x,
+		[]byte{0x45, 0x04, 0x40, 0x41, 0x80, 0x80, 0x01, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
+}
+
+// wantBudgetLines is the check as wasm2wat --no-debug-names prints it.
+func wantBudgetLines(g, y uint32) []string {
+	get, set := fmt.Sprintf("global.get %d", g), fmt.Sprintf("global.set %d", g)
+	return []string{get, "i32.const 1", "i32.sub", set, get, "i32.eqz", "if", fmt.Sprintf("i32.const %d", Budget), set, fmt.Sprintf("call %d", y), "end"}
+}
+
+// yieldImport is the import entry FlagBudget appends, with type t.
+func yieldImport(t uint32) []byte {
+	e := append(leb(uint64(len(YieldModule))), YieldModule...)
+	e = append(append(e, leb(uint64(len(YieldName)))...), YieldName...)
+	return append(append(e, 0x00), leb(uint64(t))...)
+}
+
+// budgetFixtures: the package's fixtures, the runtime's ABI fixtures and
+// this package's own test modules, by file name.
+func budgetFixtures(tb testing.TB) map[string][]byte {
+	out := fixtures(tb)
+	for _, g := range []string{filepath.Join("..", "..", "testdata", "abi", "*.wasm"), filepath.Join("testdata", "*.wasm")} {
+		paths, _ := filepath.Glob(g)
+		if len(paths) == 0 {
+			tb.Fatalf("no fixtures %s", g)
+		}
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out[filepath.Base(filepath.Dir(p))+"/"+filepath.Base(p)] = b
+		}
+	}
+	return out
+}
+
+// moduleFacts: what FlagBudget's output depends on.
+type moduleFacts struct {
+	types, imports, definedGlobals uint32
+	imported                       imports
+}
+
+func facts(tb testing.TB, wasm []byte) moduleFacts {
+	var f moduleFacts
+	for _, s := range rawSections(tb, wasm) {
+		r := &reader{b: s.body}
+		switch s.id {
+		case secType:
+			f.types = r.u32()
+		case secImport:
+			f.imports = r.u32()
+			f.imported = countImports(s.body)
+		case secGlobal:
+			f.definedGlobals = r.u32()
+		}
+	}
+	return f
+}
+
+// customSections returns a module's custom sections (name, body) in order.
+func customSections(tb testing.TB, wasm []byte) (names []string, bodies [][]byte) {
+	for _, s := range rawSections(tb, wasm) {
+		if s.id == secCustom {
+			r := &reader{b: s.body}
+			names = append(names, r.name())
+			bodies = append(bodies, s.body)
+		}
+	}
+	return names, bodies
+}
+
+// functionNames decodes the function names (subsection 1) of a name
+// section's body (after its name); ok is false if it does not decode.
+func functionNames(body []byte) (names map[uint32]string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			names, ok = nil, false
+		}
+	}()
+	names = map[uint32]string{}
+	r := &reader{b: body}
+	for !r.done() {
+		id := r.byte()
+		sub := &reader{b: r.bytes(int(r.u32()))}
+		if id != 1 {
+			continue
+		}
+		for n := sub.u32(); n > 0; n-- {
+			i := sub.u32()
+			names[i] = sub.name()
+		}
+	}
+	return names, true
+}
+
+// checkBudgetOutput decodes a FlagBudget output and checks its structure
+// against its input: sections in order and once each; the type section
+// ends with the added () -> () (type T, the input's type count), the
+// import section with the yield import of type T, the global section with
+// the budget global (mutable i32, Budget); exports and the start function
+// name the same functions, moved up by one from Y (the input's imported
+// function count); each function body begins with the check on global G
+// (the input's global count) calling Y; the function, memory, tag and
+// data count sections and the custom sections but "name" are unchanged,
+// and a name section names the same functions, moved up by one from Y.
+func checkBudgetOutput(tb testing.TB, in, out []byte) {
+	tb.Helper()
+	if string(out[:8]) != string(in[:8]) {
+		tb.Fatalf("header changed: % x", out[:8])
+	}
+	f := facts(tb, in)
+	y, g := f.imported.funcs, f.imported.globals+f.definedGlobals
+	remap := func(i uint32) uint32 {
+		if i < y {
+			return i
+		}
+		return i + 1
+	}
+	check := wantBudgetCheck(g, y)
+	inByID := map[byte][]byte{}
+	for _, s := range rawSections(tb, in) {
+		if s.id != secCustom {
+			inByID[s.id] = s.body
+		}
+	}
+	// vecTail returns the bytes of a vector's items, after its count.
+	vecTail := func(body []byte) []byte { return body[(&reader{b: body}).skipU32():] }
+	order := map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
+	last := 0
+	seen := map[byte]bool{}
+	for _, s := range rawSections(tb, out) {
+		if s.id == secCustom {
+			continue
+		}
+		if order[s.id] <= last {
+			tb.Fatalf("section %d out of order or repeated", s.id)
+		}
+		last = order[s.id]
+		seen[s.id] = true
+		r := &reader{b: s.body}
+		old, hadOld := inByID[s.id]
+		appended := func(wantCount uint32, item []byte) {
+			tb.Helper()
+			if n := r.u32(); n != wantCount+1 {
+				tb.Fatalf("section %d: %d items, want %d", s.id, n, wantCount+1)
+			}
+			if !bytes.HasSuffix(s.body, item) {
+				tb.Fatalf("section %d does not end with % x: % x", s.id, item, s.body)
+			}
+			if hadOld && !bytes.Equal(s.body[r.pos:len(s.body)-len(item)], vecTail(old)) {
+				tb.Fatalf("section %d: the original items changed", s.id)
+			}
+		}
+		switch s.id {
+		case secType:
+			appended(f.types, []byte{0x60, 0x00, 0x00})
+		case secImport:
+			appended(f.imports, yieldImport(f.types))
+		case secGlobal:
+			if n := r.u32(); n != f.definedGlobals+1 {
+				tb.Fatalf("%d globals defined, want %d", n, f.definedGlobals+1)
+			}
+			if !bytes.HasSuffix(s.body, []byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x01, 0x0b}) {
+				tb.Fatalf("the last global is not (mut i32) (i32.const %d): % x", Budget, s.body)
+			}
+		case secExport:
+			or := &reader{b: old}
+			n := r.u32()
+			if on := or.u32(); on != n {
+				tb.Fatalf("%d exports, want %d", n, on)
+			}
+			for ; n > 0; n-- {
+				name, kind, idx := r.name(), r.byte(), r.u32()
+				oname, okind, oidx := or.name(), or.byte(), or.u32()
+				if kind == 0x00 {
+					oidx = remap(oidx)
+				}
+				if name != oname || kind != okind || idx != oidx {
+					tb.Fatalf("export %q kind %d index %d, want %q kind %d index %d", name, kind, idx, oname, okind, oidx)
+				}
+			}
+		case secStart:
+			if got, want := r.u32(), remap((&reader{b: old}).u32()); got != want {
+				tb.Fatalf("start function %d, want %d", got, want)
+			}
+		case secCode:
+			n := r.u32()
+			if on := (&reader{b: old}).u32(); on != n {
+				tb.Fatalf("%d function bodies, want %d", n, on)
+			}
+			for ; n > 0; n-- {
+				fr := &reader{b: r.bytes(int(r.u32()))}
+				for l := fr.u32(); l > 0; l-- {
+					fr.u32()
+					fr.valType()
+				}
+				if !bytes.HasPrefix(fr.b[fr.pos:], check) {
+					tb.Fatalf("a function body does not begin with the check % x: % x", check, fr.b[fr.pos:])
+				}
+			}
+		case secTable, secElement, secData:
+			// Function indices rewritten: the remap and wabt tests check them.
+		default:
+			if !bytes.Equal(s.body, old) {
+				tb.Fatalf("section %d changed", s.id)
+			}
+		}
+	}
+	for id := range inByID {
+		if !seen[id] {
+			tb.Fatalf("section %d vanished", id)
+		}
+	}
+	for _, id := range []byte{secType, secImport, secGlobal} {
+		if !seen[id] {
+			tb.Fatalf("no section %d", id)
+		}
+	}
+	// Custom sections: the same, but a name section, which may be
+	// dropped (if it does not decode) or have its indices rewritten.
+	inNames, inBodies := customSections(tb, in)
+	outNames, outBodies := customSections(tb, out)
+	j := 0
+	for i, name := range inNames {
+		if name == "name" && (j >= len(outNames) || outNames[j] != "name") {
+			continue // dropped
+		}
+		if j >= len(outNames) || outNames[j] != name {
+			tb.Fatalf("custom section %q vanished", name)
+		}
+		if name != "name" {
+			if !bytes.Equal(inBodies[i], outBodies[j]) {
+				tb.Fatalf("custom section %q changed", name)
+			}
+		} else {
+			inR, outR := &reader{b: inBodies[i]}, &reader{b: outBodies[j]}
+			inR.name()
+			outR.name()
+			want, ok := functionNames(inR.b[inR.pos:])
+			got, ok2 := functionNames(outR.b[outR.pos:])
+			if !ok2 {
+				tb.Fatal("the name section does not decode")
+			}
+			if ok {
+				remapped := map[uint32]string{}
+				for i, n := range want {
+					remapped[remap(i)] = n
+				}
+				if !maps.Equal(got, remapped) {
+					tb.Fatalf("function names %v, want %v", got, remapped)
+				}
+			}
+		}
+		j++
+	}
+	if j != len(outNames) {
+		tb.Fatalf("custom sections appeared: %q", outNames[j:])
+	}
+}
+
+// budgetWabtCheck validates a FlagBudget output with wabt and checks in its
+// text that every function and loop begins with the check.
+func budgetWabtCheck(tb testing.TB, in, out []byte) {
+	tb.Helper()
+	f := facts(tb, in)
+	wabtCheckLines(tb, out, []string{"--no-debug-names"}, wantBudgetLines(f.imported.globals+f.definedGlobals, f.imported.funcs))
+}
+
+// instantiateWithStubs instantiates a compiled module in r, with every
+// import but the yield function a host function that does nothing and
+// returns zeros, a yield function that calls yield, and no start function
+// but the module's own start section.
+func instantiateWithStubs(ctx context.Context, tb testing.TB, r wazero.Runtime, cm wazero.CompiledModule, yield func()) (api.Module, error) {
+	tb.Helper()
+	byModule := map[string][]api.FunctionDefinition{}
+	for _, d := range cm.ImportedFunctions() {
+		m, _, _ := d.Import()
+		if m != YieldModule {
+			byModule[m] = append(byModule[m], d)
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(byModule)) {
+		b := r.NewHostModuleBuilder(m)
+		for _, d := range byModule[m] {
+			_, name, _ := d.Import()
+			b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(context.Context, api.Module, []uint64) {}), d.ParamTypes(), d.ResultTypes()).Export(name)
+		}
+		if _, err := b.Instantiate(ctx); err != nil {
+			tb.Fatalf("host module %s: %v", m, err)
+		}
+	}
+	if _, err := r.NewHostModuleBuilder(YieldModule).NewFunctionBuilder().WithFunc(yield).Export(YieldName).Instantiate(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions())
+}
+
+// TestInstrumentBudgetFixtures: every fixture that wazero compiles is
+// instrumented in FlagBudget mode into a module of the expected structure
+// that wazero compiles and instantiates (with the yield import) and that
+// wabt validates, with the check at every function entry and loop header.
+func TestInstrumentBudgetFixtures(t *testing.T) {
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	n := 0
+	all := budgetFixtures(t)
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		b := all[name]
+		if _, err := r.CompileModule(ctx, b); err != nil {
+			continue
+		}
+		n++
+		t.Run(name, func(t *testing.T) {
+			out, err := InstrumentWith(b, FlagBudget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkBudgetOutput(t, b, out)
+			rt := wazero.NewRuntime(ctx)
+			defer rt.Close(ctx)
+			cm, err := rt.CompileModule(ctx, out)
+			if err != nil {
+				t.Fatalf("the instrumented module does not compile: %v", err)
+			}
+			if len(cm.ExportedFunctions()) == 0 && name != "missingexports.wasm" {
+				t.Errorf("lost its exports")
+			}
+			if _, err := instantiateWithStubs(ctx, t, rt, cm, func() {}); err != nil {
+				t.Fatalf("the instrumented module does not instantiate: %v", err)
+			}
+			budgetWabtCheck(t, b, out)
+		})
+	}
+	if n == 0 {
+		t.Fatal("no fixture compiles")
+	}
+}
+
+// TestInstrumentBudgetGolden pins FlagBudget's output for a small module
+// with an imported function and global, a defined function that calls
+// another, an export, a start function and a function-index element
+// segment: every defined function moves up by one, the check is the
+// documented bytes.
+func TestInstrumentBudgetGolden(t *testing.T) {
+	// (import "e" "f" (func)) (import "e" "g" (global i32)) (table 1 funcref)
+	// (global i32 (i32.const 1)) (export "x" (func 2)) (start 1)
+	// (elem (i32.const 0) func 2)
+	// (func $1 (call 2)) (func $2 (loop (br 0)))
+	wasm := mod(
+		sec(1, 1, 0x60, 0, 0),
+		sec(2, 2, 1, 'e', 1, 'f', 0x00, 0, 1, 'e', 1, 'g', 0x03, 0x7f, 0x00),
+		sec(3, 2, 0, 0),
+		sec(4, 1, 0x70, 0x00, 1),
+		sec(6, 1, 0x7f, 0, 0x41, 1, 0x0b),
+		sec(7, 1, 1, 'x', 0x00, 2),
+		sec(8, 1),
+		sec(9, 1, 0, 0x41, 0, 0x0b, 1, 2),
+		sec(10, 2, 4, 0, 0x10, 2, 0x0b, 7, 0, 0x03, 0x40, 0x0c, 0, 0x0b, 0x0b),
+	)
+	out, err := InstrumentWith(wasm, FlagBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// G = 2 (one imported global, one defined), Y = 1 (one imported
+	// function), T = 1 (one type).
+	check := []byte{
+		0x23, 2, // global.get 2
+		0x41, 1, // i32.const 1
+		0x6b,    // i32.sub
+		0x24, 2, // global.set 2
+		0x23, 2, // global.get 2
+		0x45,       // i32.eqz
+		0x04, 0x40, // if
+		0x41, 0x80, 0x80, 0x01, // i32.const 16384
+		0x24, 2, // global.set 2
+		0x10, 1, // call 1
+		0x0b, // end
+	}
+	if !bytes.Equal(check, wantBudgetCheck(2, 1)) || !bytes.Equal(check, budgetCheck(2, 1)) {
+		t.Fatalf("the check is not the documented bytes: % x", budgetCheck(2, 1))
+	}
+	f1 := append(append([]byte{0}, check...), 0x10, 3, 0x0b)
+	f2 := append(append(append(append([]byte{0}, check...), 0x03, 0x40), check...), 0x0c, 0, 0x0b, 0x0b)
+	code := append(append(append([]byte{2, byte(len(f1))}, f1...), byte(len(f2))), f2...)
+	want := mod(
+		sec(1, 2, 0x60, 0, 0, 0x60, 0, 0),
+		sec(2, append([]byte{3, 1, 'e', 1, 'f', 0x00, 0, 1, 'e', 1, 'g', 0x03, 0x7f, 0x00}, yieldImport(1)...)...),
+		sec(3, 2, 0, 0),
+		sec(4, 1, 0x70, 0x00, 1),
+		sec(6, 2, 0x7f, 0, 0x41, 1, 0x0b, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x01, 0x0b),
+		sec(7, 1, 1, 'x', 0x00, 3),
+		sec(8, 2),
+		sec(9, 1, 0, 0x41, 0, 0x0b, 1, 3),
+		sec(10, code...),
+	)
+	if !bytes.Equal(out, want) {
+		t.Fatalf("got  % x\nwant % x", out, want)
+	}
+	checkBudgetOutput(t, wasm, out)
+	if _, err := exec.LookPath("wasm-validate"); err == nil {
+		budgetWabtCheck(t, wasm, out)
+	}
+
+	// A module with nothing but a header gets the type, import and
+	// global sections, in order.
+	out, err = InstrumentWith(mod(), FlagBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = mod(sec(1, 1, 0x60, 0, 0), sec(2, append([]byte{1}, yieldImport(0)...)...), sec(6, 1, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x01, 0x0b))
+	if !bytes.Equal(out, want) {
+		t.Fatalf("empty module: got  % x\nwant % x", out, want)
+	}
+}
+
+// TestInstrumentBudgetRefuses: a module that names the budget global, that
+// already exports GlobalName or imports from YieldModule, or that the
+// rewriter cannot decode where it must rewrite function indices, is
+// refused.
+func TestInstrumentBudgetRefuses(t *testing.T) {
+	typeFunc := [][]byte{sec(1, 1, 0x60, 0, 0), sec(3, 1, 0)}
+	code := sec(10, 1, 2, 0, 0x0b)
+	oneGlobal := sec(6, 1, 0x7f, 0x00, 0x41, 0, 0x0b)
+	for _, c := range []struct {
+		name string
+		wasm []byte
+		why  string // in the error
+	}{
+		{"global.set G in code", funcModule(0, 0, 0x41, 0, 0x24, 0), "global index 0"},
+		{"global.get G+1 in code", funcModule(0, 0, 0x23, 1, 0x1a), "global index 1"},
+		// (global i32 (i32.const 0)) (memory 1) (data (global.get 1) "")
+		{"global.get G in a data offset", mod(append(typeFunc, sec(5, 1, 0, 1), oneGlobal, code, sec(11, 1, 0, 0x23, 1, 0x0b, 0))...), "global index 1"},
+		// (global i32 (global.get 0)) referring to itself: G = 1 is refused as well.
+		{"global.get G in a global initialiser", mod(append(typeFunc, sec(6, 1, 0x7f, 0x00, 0x23, 1, 0x0b), code)...), "global index 1"},
+		{"export of global G", mod(append(typeFunc, oneGlobal, sec(7, 1, 1, 'g', 0x03, 1), code)...), "global index 1"},
+		{"export named GlobalName", mod(append(typeFunc, sec(7, append(append([]byte{1, byte(len(GlobalName))}, GlobalName...), 0x00, 0)...), code)...), "already exports"},
+		{"import from YieldModule", mod(sec(1, 1, 0x60, 0, 0), sec(2, append(append([]byte{1, byte(len(YieldModule))}, YieldModule...), 1, 'z', 0x00, 0)...)), "already imports"},
+		{"unknown element segment flags", mod(append(typeFunc, sec(9, 1, 8, 0), code)...), "element segment flags"},
+		{"unknown element kind", mod(append(typeFunc, sec(9, 1, 1, 0x01, 0), code)...), "element kind"},
+		{"unknown data segment flags", mod(append(typeFunc, sec(5, 1, 0, 1), code, sec(11, 1, 3, 0))...), "data segment flags"},
+		{"repeated import section", mod(sec(1, 1, 0x60, 0, 0), sec(2, 1, 1, 'e', 1, 'f', 0x00, 0), sec(2, 1, 1, 'e', 1, 'g', 0x00, 0)), "repeated section"},
+		{"a recursion group in the type section", mod(sec(1, 1, 0x4e, 0), code), "type form"},
+		{"trailing bytes in the export section", mod(append(typeFunc, sec(7, 0, 0), code)...), "end of a section"},
+		{"start function 2^32-1", mod(append(typeFunc, sec(8, 0xff, 0xff, 0xff, 0xff, 0x0f), code)...), "function index out of range"},
+	} {
+		if _, err := InstrumentWith(c.wasm, FlagBudget); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s: want ErrUnsupported (%s), got %v", c.name, c.why, err)
+		}
+	}
+	// The module's own global G-1 is fine.
+	if _, err := InstrumentWith(mod(append(typeFunc, oneGlobal, sec(7, 1, 1, 'g', 0x03, 0), sec(10, 1, 6, 0, 0x41, 0, 0x24, 0, 0x0b))...), FlagBudget); err != nil {
+		t.Errorf("own global: %v", err)
+	}
+}
+
+// TestInstrumentBudgetOtherIndices: return_call, ref.func in a table
+// initialiser (function references) and tail calls are remapped too.
+func TestInstrumentBudgetOtherIndices(t *testing.T) {
+	// (import "e" "f" (func)) (func $1 (return_call $2)) (func $2 (ref.func $1) drop)
+	// (elem declare func $1) (table 1 funcref (ref.func $2))
+	wasm := mod(
+		sec(1, 1, 0x60, 0, 0),
+		sec(2, 1, 1, 'e', 1, 'f', 0x00, 0),
+		sec(3, 2, 0, 0),
+		sec(4, 1, 0x40, 0x00, 0x70, 0x00, 1, 0xd2, 2, 0x0b),
+		sec(9, 1, 3, 0x00, 1, 1),
+		sec(10, 2, 4, 0, 0x12, 2, 0x0b, 5, 0, 0xd2, 1, 0x1a, 0x0b),
+	)
+	out, err := InstrumentWith(wasm, FlagBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := wantBudgetCheck(0, 1)
+	f1 := append(append([]byte{0}, c...), 0x12, 3, 0x0b)
+	f2 := append(append([]byte{0}, c...), 0xd2, 2, 0x1a, 0x0b)
+	code := append(append(append([]byte{2, byte(len(f1))}, f1...), byte(len(f2))), f2...)
+	want := mod(
+		sec(1, 2, 0x60, 0, 0, 0x60, 0, 0),
+		sec(2, append([]byte{2, 1, 'e', 1, 'f', 0x00, 0}, yieldImport(1)...)...),
+		sec(3, 2, 0, 0),
+		sec(4, 1, 0x40, 0x00, 0x70, 0x00, 1, 0xd2, 3, 0x0b),
+		sec(6, 1, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x01, 0x0b),
+		sec(9, 1, 3, 0x00, 1, 2),
+		sec(10, code...),
+	)
+	if !bytes.Equal(out, want) {
+		t.Fatalf("got  % x\nwant % x", out, want)
+	}
+	// wabt 1.0.32 knows tail calls but not table initialisers: validate
+	// the module without the table.
+	noTable := mod(
+		sec(1, 1, 0x60, 0, 0),
+		sec(2, 1, 1, 'e', 1, 'f', 0x00, 0),
+		sec(3, 2, 0, 0),
+		sec(9, 1, 3, 0x00, 1, 1),
+		sec(10, 2, 4, 0, 0x12, 2, 0x0b, 5, 0, 0xd2, 1, 0x1a, 0x0b),
+	)
+	if out, err = InstrumentWith(noTable, FlagBudget); err != nil {
+		t.Fatal(err)
+	}
+	checkBudgetOutput(t, noTable, out)
+	if _, err := exec.LookPath("wasm-validate"); err == nil {
+		wabtCheckLines(t, out, []string{"--enable-tail-call"}, wantBudgetLines(0, 1))
+	}
+}
+
+// wantBulkCharge spells out the code after a bulk instruction, with budget
+// global g and length local l, independently of bulkCharge:
+//
+//	global.get g; local.get l; i32.const 12; i32.shr_u; i32.sub; local.tee l
+//	i32.const 1; local.get l; i32.const 1; i32.gt_s; select; global.set g
+func wantBulkCharge(g, l uint32) []byte {
+	x, y := leb(uint64(g)), leb(uint64(l))
+	return bytes.Join([][]byte{{0x23}, x, {0x20}, y, {0x41, 12, 0x76, 0x6b, 0x22}, y,
+		{0x41, 1, 0x20}, y, {0x41, 1, 0x4a, 0x1b, 0x24}, x}, nil)
+}
+
+// TestInstrumentBudgetBulk: a function with a bulk memory or table
+// instruction gets an i32 local after its parameters and locals, which
+// takes the instruction's length (local.tee before it) and charges it to
+// the budget (after it); a function without gets no local.
+func TestInstrumentBudgetBulk(t *testing.T) {
+	// (type (func (param i32 i64))) (type (func)) (memory 1) (table 1 funcref)
+	// (elem $e func 0) (data $d "")
+	// (func $0 (param i32 i64) (local f32 f32 f32) (local i32)
+	//   (memory.fill (i32.const 0) (i32.const 0) (i32.const 8192))
+	//   (memory.copy (i32.const 0) (i32.const 0) (i32.const 1))
+	//   (memory.init $d (i32.const 0) (i32.const 0) (i32.const 0))
+	//   (table.fill (i32.const 0) (ref.null func) (i32.const 1))
+	//   (table.copy (i32.const 0) (i32.const 0) (i32.const 1))
+	//   (table.init $e (i32.const 0) (i32.const 0) (i32.const 1))
+	//   (data.drop $d))
+	// (func $1 (memory.size) drop)
+	const c0 = 0x41
+	ops := [][]byte{
+		{0xfc, 11, 0},    // memory.fill
+		{0xfc, 10, 0, 0}, // memory.copy
+		{0xfc, 8, 0, 0},  // memory.init
+		{0xfc, 17, 0},    // table.fill
+		{0xfc, 14, 0, 0}, // table.copy
+		{0xfc, 12, 0, 0}, // table.init
+	}
+	args := [][]byte{
+		{c0, 0, c0, 0, c0, 0x80, 0xc0, 0x00},
+		{c0, 0, c0, 0, c0, 1},
+		{c0, 0, c0, 0, c0, 0},
+		{c0, 0, 0xd0, 0x70, c0, 1},
+		{c0, 0, c0, 0, c0, 1},
+		{c0, 0, c0, 0, c0, 1},
+	}
+	locals := []byte{2, 3, 0x7d, 1, 0x7f}
+	body0 := append([]byte{}, locals...)
+	for i := range ops {
+		body0 = append(append(body0, args[i]...), ops[i]...)
+	}
+	body0 = append(body0, 0xfc, 9, 0, 0x0b) // data.drop 0; end
+	body1 := []byte{0, 0x3f, 0, 0x1a, 0x0b}
+	code := append(append(append([]byte{2, byte(len(body0))}, body0...), byte(len(body1))), body1...)
+	wasm := mod(
+		sec(1, 2, 0x60, 2, 0x7f, 0x7e, 0, 0x60, 0, 0),
+		sec(3, 2, 0, 1),
+		sec(4, 1, 0x70, 0x00, 1),
+		sec(5, 1, 0x00, 1),
+		sec(9, 1, 1, 0x00, 1, 0),
+		sec(12, 1),
+		sec(10, code...),
+		sec(11, 1, 1, 0),
+	)
+	out, err := InstrumentWith(wasm, FlagBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBudgetOutput(t, wasm, out)
+	// G = 0, Y = 0; $0's new local: 2 parameters + 4 locals = 6.
+	check, charge := wantBudgetCheck(0, 0), wantBulkCharge(0, 6)
+	if !bytes.Equal(charge, bulkCharge(0, 6)) {
+		t.Fatalf("bulkCharge: % x", bulkCharge(0, 6))
+	}
+	want0 := append([]byte{3, 3, 0x7d, 1, 0x7f, 1, 0x7f}, check...)
+	for i := range ops {
+		want0 = append(append(append(append(want0, args[i]...), 0x22, 6), ops[i]...), charge...)
+	}
+	want0 = append(want0, 0xfc, 9, 0, 0x0b)
+	want1 := append(append([]byte{0}, check...), 0x3f, 0, 0x1a, 0x0b)
+	wantCode := append(append(append(append([]byte{2}, leb(uint64(len(want0)))...), want0...), byte(len(want1))), want1...)
+	if !bytes.Contains(out, encoded(sec(10, wantCode...))) {
+		t.Fatalf("code section:\n got % x\nwant % x", out, encoded(sec(10, wantCode...)))
+	}
+	if _, err := exec.LookPath("wasm-validate"); err == nil {
+		budgetWabtCheck(t, wasm, out)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	if _, err := r.CompileModule(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+
+	// 64-bit memories and tables take an i64 length: refused.
+	for name, w := range map[string][]byte{
+		"memory64":          mod(sec(5, 1, 0x04, 1)),
+		"imported memory64": mod(sec(2, 1, 1, 'e', 1, 'm', 0x02, 0x04, 1)),
+		"table64":           mod(sec(4, 1, 0x70, 0x04, 1)),
+	} {
+		if _, err := InstrumentWith(w, FlagBudget); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "64-bit") {
+			t.Errorf("%s: want ErrUnsupported (64-bit), got %v", name, err)
+		}
+	}
+}
+
+// nameSection assembles a "name" custom section from subsections given as
+// id then content.
+func nameSection(subs ...[]byte) []byte {
+	body := append([]byte{4}, "name"...)
+	for _, s := range subs {
+		body = append(body, s[0])
+		body = append(body, leb(uint64(len(s)-1))...)
+		body = append(body, s[1:]...)
+	}
+	return sec(0, body...)
+}
+
+// encoded is a section from sec as it appears in a module: id, size, body.
+func encoded(s []byte) []byte {
+	return append(append([]byte{s[0]}, leb(uint64(len(s)-1))...), s[1:]...)
+}
+
+// TestInstrumentBudgetNames: the name section's function, local and label
+// names follow their functions (label indices also move past the checks'
+// ifs); the other subsections are copied; a name section with a
+// subsection the rewriter does not know, or that does not decode, is
+// dropped.
+func TestInstrumentBudgetNames(t *testing.T) {
+	// (import "e" "f" (func)) (func $a (param i32)
+	//   block loop end end loop block end end)
+	// (func $b) — labels of $a: 0 block, 1 loop, 2 loop, 3 block.
+	base := [][]byte{
+		sec(1, 2, 0x60, 0, 0, 0x60, 1, 0x7f, 0),
+		sec(2, 1, 1, 'e', 1, 'f', 0x00, 0),
+		sec(3, 2, 1, 0),
+		sec(10, 2, 14, 0, 0x02, 0x40, 0x03, 0x40, 0x0b, 0x0b, 0x03, 0x40, 0x02, 0x40, 0x0b, 0x0b, 0x0b, 2, 0, 0x0b),
+	}
+	module := []byte{0, 3, 'm', 'o', 'd'}
+	funcs := []byte{1, 3, 0, 1, 'f', 1, 1, 'a', 2, 1, 'b'}
+	locals := []byte{2, 1, 1, 1, 0, 1, 'p'}
+	labels := []byte{3, 1, 1, 4, 0, 2, 'b', '0', 1, 2, 'l', '1', 2, 2, 'l', '2', 3, 2, 'b', '3'}
+	types := []byte{4, 1, 0, 1, 't'}
+	wasm := mod(append(base, nameSection(module, funcs, locals, labels, types))...)
+	out, err := InstrumentWith(wasm, FlagBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBudgetOutput(t, wasm, out)
+	// Function 1 becomes 2 and 2 becomes 3; $a's labels: the entry check's
+	// if is 0, block 0 -> 1, loop 1 -> 2 (its check's if 3), loop 2 -> 4
+	// (its check's if 5), block 3 -> 6.
+	wantNames := nameSection(module,
+		[]byte{1, 3, 0, 1, 'f', 2, 1, 'a', 3, 1, 'b'},
+		[]byte{2, 1, 2, 1, 0, 1, 'p'},
+		[]byte{3, 1, 2, 4, 1, 2, 'b', '0', 2, 2, 'l', '1', 4, 2, 'l', '2', 6, 2, 'b', '3'},
+		types)
+	if !bytes.HasSuffix(out, encoded(wantNames)) {
+		t.Fatalf("name section:\ngot  % x\nwant % x", out[len(out)-len(encoded(wantNames)):], encoded(wantNames))
+	}
+	if _, err := exec.LookPath("wasm-validate"); err == nil {
+		budgetWabtCheck(t, wasm, out)
+	}
+
+	// The module name alone, and no name at all, are copied.
+	for _, ns := range [][]byte{nameSection(module), nameSection()} {
+		wasm := mod(append(base, ns)...)
+		out, err := InstrumentWith(wasm, FlagBudget)
+		if err != nil || !bytes.HasSuffix(out, encoded(ns)) {
+			t.Fatalf("name section % x not copied: %v", ns, err)
+		}
+	}
+
+	// Dropped: an unknown subsection; a function name map that does not
+	// decode; label names for an imported function; a custom section
+	// other than "name" stays.
+	other := sec(0, append([]byte{5}, "other"...)...)
+	for _, ns := range [][]byte{
+		nameSection(funcs, []byte{12, 0}),
+		nameSection([]byte{1, 3, 0, 1}),
+		nameSection([]byte{1, 1, 0, 5, 'f'}),
+		nameSection([]byte{3, 1, 0, 0}),
+		nameSection(append(funcs, 0)), // a byte after the map
+	} {
+		wasm := mod(append(append(base, ns), other)...)
+		out, err := InstrumentWith(wasm, FlagBudget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, _ := customSections(t, out)
+		if !slices.Equal(names, []string{"other"}) {
+			t.Errorf("name section % x: custom sections %q, want the name section dropped", ns, names)
+		}
+	}
+}
+
+// TestInstrumentRefTypeBlock: a block type (ref null ht) is two bytes
+// (function references); the second, here 0x03, is not an instruction
+// (loop) for any mode.
+func TestInstrumentRefTypeBlock(t *testing.T) {
+	// Four types () -> (); (func block (result (ref null 3)) ref.null 3 end drop)
+	wasm := mod(sec(1, 4, 0x60, 0, 0, 0x60, 0, 0, 0x60, 0, 0, 0x60, 0, 0), sec(3, 1, 0),
+		sec(10, 1, 9, 0, 0x02, 0x63, 0x03, 0xd0, 0x03, 0x0b, 0x1a, 0x0b))
+	for _, f := range []Flag{FlagGlobal, FlagMemory, FlagBudget} {
+		out, err := InstrumentWith(wasm, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var check []byte
+		switch f {
+		case FlagGlobal:
+			check = []byte{0x23, 0, 0x04, 0x40, 0x00, 0x0b}
+		case FlagMemory:
+			check = wantMemoryCheck(0)
+		case FlagBudget:
+			check = wantBudgetCheck(0, 0)
+		}
+		if n := bytes.Count(out, check); n != 1 {
+			t.Errorf("flag %d: %d checks, want 1 (the entry's)", f, n)
+		}
+	}
+}
+
+// ---- FlagBudget in wazero ----
+
+// errStop is what the test's yield function panics with to stop a call.
+var errStop = errors.New("interrupt test: stopped by the yield function")
+
+// budgetModule instantiates testdata/budget.wasm instrumented in FlagBudget
+// mode, with a yield function that counts its calls in *yields and panics
+// with errStop once *stop is set.
+func budgetModule(ctx context.Context, t *testing.T, yields *atomic.Int64, stop *atomic.Bool) api.Module {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join("testdata", "budget.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := InstrumentWith(wasm, FlagBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { r.Close(ctx) })
+	_, err = r.NewHostModuleBuilder(YieldModule).NewFunctionBuilder().WithFunc(func() {
+		yields.Add(1)
+		if stop.Load() {
+			panic(errStop)
+		}
+	}).Export(YieldName).Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Instantiate(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestBudgetYieldPeriod: the guest calls the yield function once every
+// Budget checks.
+func TestBudgetYieldPeriod(t *testing.T) {
+	ctx := context.Background()
+	var yields atomic.Int64
+	var stop atomic.Bool
+	m := budgetModule(ctx, t, &yields, &stop)
+	sum := m.ExportedFunction("sum")
+	// sum(n) makes n+1 checks: 10*Budget+1 from a full budget, 10 yields;
+	// twice, 20 (2 checks short of the 21st).
+	const n = 10 * Budget
+	wantSum := uint32(uint64(n) * (n - 1) / 2 % (1 << 32))
+	for call, want := range []int64{10, 20} {
+		res, err := sum.Call(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := uint32(res[0]); got != wantSum {
+			t.Fatalf("sum(%d) = %d", n, got)
+		}
+		if got := yields.Load(); got < want-1 || got > want+1 {
+			t.Fatalf("after call %d, %d yields, want %d", call+1, got, want)
+		} else {
+			t.Logf("after call %d, %d yields (want %d)", call+1, got, want)
+		}
+	}
+}
+
+// TestBudgetBulkCharge: a memory.fill charges the budget one check per
+// 4 KiB of its length, leaving at least 1: the yields are those of a model
+// of the budget, and a loop of large fills yields every few fills.
+func TestBudgetBulkCharge(t *testing.T) {
+	ctx := context.Background()
+	var yields atomic.Int64
+	var stop atomic.Bool
+	m := budgetModule(ctx, t, &yields, &stop)
+	fill := m.ExportedFunction("fill")
+	// The model: the budget global and the yields.
+	g, n := int64(Budget), int64(0)
+	check := func() {
+		if g--; g == 0 {
+			g = Budget
+			n++
+		}
+	}
+	for _, c := range []struct{ n, k int64 }{{100, 1000}, {4096, 1000}, {5000, 3000}, {1 << 20, 100}, {16 << 20, 10}, {0, 5 * Budget}} {
+		check() // the entry
+		for i := int64(0); i < c.k; i++ {
+			check() // the loop header
+			g = max(g-c.n>>12, 1)
+		}
+		if _, err := fill.Call(ctx, uint64(c.n), uint64(c.k)); err != nil {
+			t.Fatal(err)
+		}
+		if got := yields.Load(); got != n {
+			t.Fatalf("after fill(%d, %d): %d yields, want %d", c.n, c.k, got, n)
+		}
+	}
+	t.Logf("%d yields", n)
+}
+
+// spin calls an infinite loop (export name) in a goroutine; the returned
+// channel gets its error.
+func spin(ctx context.Context, m api.Module, name string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.ExportedFunction(name).Call(ctx)
+		done <- err
+	}()
+	return done
+}
+
+// waitStopped waits up to a second for the spinning call to end with
+// errStop.
+func waitStopped(t *testing.T, done <-chan error, since time.Time) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errStop) {
+			t.Fatalf("the call ended with %v, want errStop", err)
+		}
+		t.Logf("stopped %v after the flag: %v", time.Since(since), strings.SplitN(err.Error(), "\n", 2)[0])
+	case <-time.After(time.Second):
+		t.Fatal("the call did not stop within a second of the flag")
+	}
+}
+
+// TestBudgetStopsLoop: the host stops an infinite loop from another
+// goroutine by setting its own flag, which the yield function reads.
+// The loop of whole-memory fills, one check per fill, yields every few
+// fills (before the charge, every 16384 fills: a minute).
+func TestBudgetStopsLoop(t *testing.T) {
+	for _, loop := range []string{"spin", "fillspin"} {
+		t.Run(loop, func(t *testing.T) {
+			ctx := context.Background()
+			var yields atomic.Int64
+			var stop atomic.Bool
+			m := budgetModule(ctx, t, &yields, &stop)
+			done := spin(ctx, m, loop)
+			time.Sleep(100 * time.Millisecond)
+			select {
+			case err := <-done:
+				t.Fatalf("the loop returned: %v", err)
+			default:
+			}
+			set := time.Now()
+			stop.Store(true)
+			waitStopped(t, done, set)
+			if yields.Load() < 2 {
+				t.Fatalf("%d yields", yields.Load())
+			}
+		})
+	}
+}
+
+// TestBudgetGCDoesNotHang: a garbage collection started while the guest
+// spins completes, because the guest yields to Go (a safe point) every
+// Budget checks. Before FlagBudget, stop-the-world waited for the spinning
+// goroutine forever, and the goroutine that would have stopped it was
+// stopped too. Nothing inside a hung process can report the hang (every
+// goroutine, timers included, is stopped), so the test runs in a child
+// process that the parent kills after 10s.
+func TestBudgetGCDoesNotHang(t *testing.T) {
+	if os.Getenv("WASMPROV_INTERRUPT_GC_CHILD") == "1" {
+		budgetGCChild(t)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestBudgetGCDoesNotHang$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "WASMPROV_INTERRUPT_GC_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the child hung (a garbage collection waiting for the guest?), killed after 10s:\n%s", out)
+	}
+	if err != nil || !bytes.Contains(out, []byte("GC returned")) {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "budget_test.go") {
+			t.Log(strings.TrimSpace(l))
+		}
+	}
+}
+
+func budgetGCChild(t *testing.T) {
+	// Should the parent's kill not come, a second net: it fires unless
+	// the whole process is stopped.
+	defer time.AfterFunc(9*time.Second, func() { panic("GC hung") }).Stop()
+	for _, loop := range []string{"spin", "fillspin"} {
+		ctx := context.Background()
+		var yields atomic.Int64
+		var stop atomic.Bool
+		m := budgetModule(ctx, t, &yields, &stop)
+		done := spin(ctx, m, loop)
+		for yields.Load() == 0 { // the guest is in its loop
+			time.Sleep(time.Millisecond)
+		}
+		// Milliseconds when the machine is idle; a loaded machine (a
+		// fuzzer on the other core) has taken half a second. Within a
+		// second at best of three, and each within 5s, catches the hang
+		// without flaking.
+		best := time.Hour
+		for i := 0; i < 3; i++ {
+			start := time.Now()
+			runtime.GC()
+			d := time.Since(start)
+			if d > 5*time.Second {
+				t.Fatalf("%s: runtime.GC took %v", loop, d)
+			}
+			best = min(best, d)
+			t.Logf("%s: GC returned in %v while the guest loops (%d yields)", loop, d, yields.Load())
+		}
+		if best > time.Second {
+			t.Fatalf("%s: runtime.GC took %v at best", loop, best)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("%s: the loop returned: %v", loop, err)
+		default:
+		}
+		set := time.Now()
+		stop.Store(true)
+		waitStopped(t, done, set)
+	}
+}
+
+// TestBudgetRemap runs testdata/remap.wasm before and after FlagBudget
+// instrumentation: every export returns the same results, so calls,
+// tables, ref.func, the start function and exports reach the same
+// functions, and wazero's function names (from the name section), parameter
+// names and a trap's stack trace name the same functions.
+func TestBudgetRemap(t *testing.T) {
+	ctx := context.Background()
+	wasm, err := os.ReadFile(filepath.Join("testdata", "remap.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := InstrumentWith(wasm, FlagBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBudgetOutput(t, wasm, out)
+	if _, err := exec.LookPath("wasm-validate"); err == nil {
+		budgetWabtCheck(t, wasm, out)
+	}
+	var yields atomic.Int64
+	instantiate := func(wasm []byte) api.Module {
+		r := wazero.NewRuntime(ctx)
+		t.Cleanup(func() { r.Close(ctx) })
+		_, err := r.NewHostModuleBuilder("env").NewFunctionBuilder().WithFunc(func(a, b int32) int32 { return a + b }).Export("add").Instantiate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.NewHostModuleBuilder(YieldModule).NewFunctionBuilder().WithFunc(func() { yields.Add(1) }).Export(YieldName).Instantiate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := r.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithName("remap"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	orig, inst := instantiate(wasm), instantiate(out)
+	type call struct {
+		export string
+		args   []uint64
+		want   []uint64 // nil: an error
+	}
+	calls := []call{
+		{"direct", nil, []uint64{8}},
+		{"indirect", []uint64{0}, []uint64{7}},
+		{"indirect", []uint64{1}, []uint64{8}},
+		{"indirect", []uint64{2}, []uint64{9}},
+		{"indirect", []uint64{3}, nil}, // null
+		{"indirect1", []uint64{0}, []uint64{8}},
+		{"indirect1", []uint64{1}, []uint64{10}},
+		{"indirect1", []uint64{2}, nil}, // null
+		{"passive", []uint64{0}, []uint64{7}},
+		{"passive", []uint64{1}, []uint64{9}},
+		{"host", nil, []uint64{5}},
+		{"started", nil, []uint64{100}},
+		{"reffunc", nil, []uint64{10}},
+		{"globalref", nil, []uint64{9}},
+		{"loop", []uint64{3 * Budget}, []uint64{7 * 3 * Budget}},
+		{"seven", nil, []uint64{7}},
+		{"trap", nil, nil},
+	}
+	for _, c := range calls {
+		fo, fi := orig.ExportedFunction(c.export), inst.ExportedFunction(c.export)
+		wantRes, wantErr := fo.Call(ctx, c.args...)
+		gotRes, gotErr := fi.Call(ctx, c.args...)
+		if c.want == nil {
+			if wantErr == nil || gotErr == nil || gotErr.Error() != wantErr.Error() {
+				t.Errorf("%s%v: error %v, want %v", c.export, c.args, gotErr, wantErr)
+			}
+		} else if wantErr != nil || gotErr != nil || !slices.Equal(wantRes, c.want) || !slices.Equal(gotRes, c.want) {
+			t.Errorf("%s%v: instrumented %v %v, original %v %v, want %v", c.export, c.args, gotRes, gotErr, wantRes, wantErr, c.want)
+		}
+		do, di := fo.Definition(), fi.Definition()
+		if di.Name() != do.Name() || !slices.Equal(di.ParamNames(), do.ParamNames()) || !slices.Equal(di.ExportNames(), do.ExportNames()) {
+			t.Errorf("%s: name %q params %q exports %q, want %q %q %q", c.export, di.Name(), di.ParamNames(), di.ExportNames(), do.Name(), do.ParamNames(), do.ExportNames())
+		}
+	}
+	for export, name := range map[string]string{"direct": "f_direct", "indirect": "f_indirect", "seven": "seven", "trap": "f_trap"} {
+		if got := inst.ExportedFunction(export).Definition().Name(); got != name {
+			t.Errorf("export %s is named %q, want %q", export, got, name)
+		}
+	}
+	if got := inst.ExportedFunction("indirect").Definition().ParamNames(); !slices.Equal(got, []string{"slot"}) {
+		t.Errorf("indirect's parameters are named %q", got)
+	}
+	_, err = inst.ExportedFunction("trap").Call(ctx)
+	if err == nil || !strings.Contains(err.Error(), "remap.trap_inner()\n\tremap.f_trap()") {
+		t.Errorf("the trap's stack trace does not name trap_inner then f_trap: %v", err)
+	}
+	// loop(3*Budget) made over 3*Budget checks.
+	if n := yields.Load(); n < 3 {
+		t.Errorf("%d yields", n)
+	}
+}
+
+// TestTestdataIsFresh: every committed testdata/*.wasm is what wat2wasm
+// --debug-names makes of its .wat (go generate regenerates them).
+func TestTestdataIsFresh(t *testing.T) {
+	wat2wasm := wabt(t, "wat2wasm")
+	sources, _ := filepath.Glob(filepath.Join("testdata", "*.wat"))
+	if len(sources) == 0 {
+		t.Fatal("no .wat in testdata")
+	}
+	for _, src := range sources {
+		out := filepath.Join(t.TempDir(), "out.wasm")
+		if b, err := exec.Command(wat2wasm, "--debug-names", src, "-o", out).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", src, err, b)
+		}
+		want, _ := os.ReadFile(out)
+		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: the committed .wasm is stale or missing; run go generate", src)
+		}
+	}
+}
+
+// BenchmarkLoopCheck: the cost of the check on a tight loop (sum(1e7), one
+// check per iteration) in wazero's compiler, uninstrumented and in
+// FlagGlobal and FlagBudget modes.
+func BenchmarkLoopCheck(b *testing.B) {
+	ctx := context.Background()
+	wasm, err := os.ReadFile(filepath.Join("testdata", "budget.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 10_000_000
+	for _, c := range []struct {
+		name string
+		f    func([]byte) ([]byte, error)
+	}{
+		{"none", func(b []byte) ([]byte, error) { return b, nil }},
+		{"FlagGlobal", Instrument},
+		{"FlagBudget", func(b []byte) ([]byte, error) { return InstrumentWith(b, FlagBudget) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			out, err := c.f(wasm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := wazero.NewRuntime(ctx)
+			defer r.Close(ctx)
+			if _, err := r.NewHostModuleBuilder(YieldModule).NewFunctionBuilder().WithFunc(func() {}).Export(YieldName).Instantiate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			m, err := r.Instantiate(ctx, out)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum := m.ExportedFunction("sum")
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := sum.Call(ctx, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/iter")
+		})
+	}
+}
+
+// TestInstrumentMisreadNameSection: wazero reads a name section's module,
+// function and local names by their content, not their subsection sizes;
+// a subsection that claims more bytes than the section has left makes it
+// read on to the end of the module. The original compiles (the section is
+// last); every mode drops such a section rather than append sections after
+// it that wazero would then misread (found by FuzzInstrument). A
+// well-formed name section is kept byte for byte.
+func TestInstrumentMisreadNameSection(t *testing.T) {
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	// Module name "m" in a subsection that claims 48 bytes.
+	bad := mod(sec(1, 1, 0x60, 0, 0), sec(3, 1, 0), sec(10, 1, 2, 0, 0x0b), sec(0, 4, 'n', 'a', 'm', 'e', 0, 48, 1, 'm'))
+	good, err := os.ReadFile(filepath.Join("testdata", "remap.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, goodBodies := customSections(t, good)
+	if _, err := r.CompileModule(ctx, bad); err != nil {
+		t.Fatalf("wazero no longer accepts the original: %v", err)
+	}
+	for _, f := range []Flag{FlagGlobal, FlagMemory, FlagBudget} {
+		out, err := InstrumentWith(bad, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names, _ := customSections(t, out); len(names) != 0 {
+			t.Errorf("flag %d: the name section was kept", f)
+		}
+		if _, err := r.CompileModule(ctx, out); err != nil {
+			t.Errorf("flag %d: %v", f, err)
+		}
+		if f == FlagBudget {
+			continue // it rewrites function indices in names
+		}
+		out, err = InstrumentWith(good, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, bodies := customSections(t, out); len(bodies) != 1 || !bytes.Equal(bodies[0], goodBodies[0]) {
+			t.Errorf("flag %d: a well-formed name section changed", f)
+		}
+	}
+}
