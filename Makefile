@@ -91,6 +91,7 @@ fmt-check:
 bench:
 	@mkdir -p $(BUILD)
 	$(GO) test -run '^$$' -bench 'EmptyCall|Validate|Deadline' -benchmem -count 5 ./runtime/ | tee $(BUILD)/bench-core.txt
+	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -run '^$$' -bench 'EmptyCall|Validate|Deadline' -benchmem -count 5 ./runtime/ | tee $(BUILD)/bench-core-wasmtime.txt
 	$(MAKE) bench-compare
 
 ## abi-fixtures: regenerate the hand-written .wat test modules' .wasm (needs wabt)

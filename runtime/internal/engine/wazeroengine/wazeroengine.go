@@ -4,8 +4,14 @@
 // Deadlines do not use wazero's WithCloseOnContextDone, which makes every
 // loop header an indirect call into the engine and starts a goroutine per
 // call (2-3x on a Go guest's method call). Modules are instead instrumented
-// (package interrupt) to check an exported global at every function entry
-// and loop header; Interrupt sets it from any goroutine.
+// (package interrupt, FlagBudget) to count down a private budget at every
+// function entry and loop header and, every interrupt.Budget checks, call
+// the host's yield function. Yield is where Interrupt takes effect (it
+// panics, which wazero turns into an error), and it is a Go safe point:
+// wazero runs compiled code outside the Go scheduler's reach, so without it
+// a guest looping with no host call would keep a garbage collection's
+// stop-the-world — and with it the whole process, including the goroutine
+// that would interrupt the guest — waiting forever.
 package wazeroengine
 
 import (
@@ -14,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -29,6 +37,8 @@ import (
 type Engine struct {
 	cache     wazero.CompilationCache
 	allocator experimental.MemoryAllocator
+	// instances maps a guest's api.Module to its instance, for yield.
+	instances sync.Map
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -72,7 +82,7 @@ func (e *Engine) Close(ctx context.Context) error { return e.cache.Close(ctx) }
 // shared through the engine's cache.
 func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConfig) (_ engine.Module, err error) {
 	if cfg.Interruptible {
-		if wasm, err = interrupt.Instrument(wasm); err != nil {
+		if wasm, err = interrupt.InstrumentWith(wasm, interrupt.FlagBudget); err != nil {
 			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 		}
 	}
@@ -92,11 +102,16 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 	if err := bindHost(ctx, wr, cfg); err != nil {
 		return nil, err
 	}
+	if cfg.Interruptible {
+		if err := e.bindYield(ctx, wr); err != nil {
+			return nil, err
+		}
+	}
 	compiled, err := compileModule(ctx, wr, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 	}
-	return &module{engine: e, wr: wr, compiled: compiled}, nil
+	return &module{engine: e, wr: wr, compiled: compiled, interruptible: cfg.Interruptible}, nil
 }
 
 // compileModule is wr.CompileModule for untrusted input: a panic in
@@ -128,10 +143,33 @@ func bindHost(ctx context.Context, wr wazero.Runtime, cfg engine.ModuleConfig) e
 	return nil
 }
 
+// errInterrupted is what yield panics with; the runtime knows it
+// interrupted the call and reports the context's error instead.
+var errInterrupted = errors.New("guest call interrupted by the host")
+
+// bindYield defines the function the instrumented guest calls every
+// interrupt.Budget checks.
+func (e *Engine) bindYield(ctx context.Context, wr wazero.Runtime) error {
+	_, err := wr.NewHostModuleBuilder(interrupt.YieldModule).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, mod api.Module, _ []uint64) {
+			if v, ok := e.instances.Load(mod); ok && v.(*instance).interrupted.Load() {
+				panic(errInterrupted)
+			}
+		}), nil, nil).
+		Export(interrupt.YieldName).
+		Instantiate(ctx)
+	if err != nil {
+		return fmt.Errorf("instantiating %s host module: %w", interrupt.YieldModule, err)
+	}
+	return nil
+}
+
 type module struct {
-	engine   *Engine
-	wr       wazero.Runtime
-	compiled wazero.CompiledModule
+	engine        *Engine
+	wr            wazero.Runtime
+	compiled      wazero.CompiledModule
+	interruptible bool
 }
 
 func (m *module) ExportedFunctions() map[string]engine.Signature {
@@ -154,6 +192,9 @@ func (m *module) ImportedFunctions() []engine.Import {
 	var out []engine.Import
 	for _, def := range m.compiled.ImportedFunctions() {
 		mod, name, _ := def.Import()
+		if m.interruptible && mod == interrupt.YieldModule {
+			continue // added by the instrumentation
+		}
 		out = append(out, engine.Import{Module: mod, Name: name,
 			Signature: engine.Signature{Params: def.ParamTypes(), Results: def.ResultTypes()}})
 	}
@@ -195,14 +236,18 @@ func (m *module) Instantiate(ctx context.Context, c engine.InstanceConfig) (engi
 	if err != nil {
 		return nil, convert(err)
 	}
-	inst := &instance{mod: mod}
-	inst.flag, _ = mod.ExportedGlobal(interrupt.GlobalName).(api.MutableGlobal)
+	inst := &instance{engine: m.engine, mod: mod, interruptible: m.interruptible}
+	if inst.interruptible {
+		m.engine.instances.Store(mod, inst)
+	}
 	return inst, nil
 }
 
 type instance struct {
-	mod  api.Module
-	flag api.MutableGlobal // nil when not instrumented
+	engine        *Engine
+	mod           api.Module
+	interruptible bool
+	interrupted   atomic.Bool
 }
 
 func (i *instance) Function(name string) engine.Function {
@@ -213,18 +258,17 @@ func (i *instance) Function(name string) engine.Function {
 	return function{f}
 }
 
-func (i *instance) Interruptible() bool { return i.flag != nil }
+func (i *instance) Interruptible() bool { return i.interruptible }
 
-// Interrupt sets the flag the instrumented code checks. It is a plain store
-// to the instance's globals from another goroutine; the guest sees it at
-// its next check.
-func (i *instance) Interrupt() {
-	if i.flag != nil {
-		i.flag.Set(1)
-	}
+// Interrupt marks the instance; the guest's next yield (within
+// interrupt.Budget checks) panics out of the call. Nothing is written into
+// the guest from this goroutine.
+func (i *instance) Interrupt() { i.interrupted.Store(true) }
+
+func (i *instance) Close(ctx context.Context) error {
+	i.engine.instances.Delete(i.mod)
+	return i.mod.Close(ctx)
 }
-
-func (i *instance) Close(ctx context.Context) error { return i.mod.Close(ctx) }
 
 type function struct{ f api.Function }
 
