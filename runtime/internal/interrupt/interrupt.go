@@ -67,6 +67,12 @@ import (
 // GlobalName is the export name of the interrupt flag in FlagGlobal mode.
 const GlobalName = "wasmprov_interrupt"
 
+// FormatVersion names the instrumenter's output format. Hosts that cache
+// instrumented modules key the cache by it: bump it whenever Instrument's
+// output for some input changes (the golden tests pin the bytes, so such a
+// change fails them first).
+const FormatVersion = 1
+
 // MemoryName is the export name of the interrupt flag's memory in
 // FlagMemory mode. It may equal GlobalName: a module gets one or the other.
 const MemoryName = "wasmprov_interrupt"

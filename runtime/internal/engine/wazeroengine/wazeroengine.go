@@ -17,8 +17,12 @@ package wazeroengine
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +40,7 @@ import (
 // Engine is the wazero engine.
 type Engine struct {
 	cache     wazero.CompilationCache
+	cacheDir  string // "" when the cache is in memory
 	allocator experimental.MemoryAllocator
 	// instances maps a guest's api.Module to its instance, for yield.
 	instances sync.Map
@@ -67,7 +72,7 @@ func New(cacheDir string, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compilation cache %s: %w", cacheDir, err)
 	}
-	e.cache = cache
+	e.cache, e.cacheDir = cache, cacheDir
 	return e, nil
 }
 
@@ -82,7 +87,7 @@ func (e *Engine) Close(ctx context.Context) error { return e.cache.Close(ctx) }
 // shared through the engine's cache.
 func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConfig) (_ engine.Module, err error) {
 	if cfg.Interruptible {
-		if wasm, err = interrupt.InstrumentWith(wasm, interrupt.FlagBudget); err != nil {
+		if wasm, err = e.instrument(wasm); err != nil {
 			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 		}
 	}
@@ -124,6 +129,60 @@ func compileModule(ctx context.Context, wr wazero.Runtime, wasm []byte) (c wazer
 		}
 	}()
 	return wr.CompileModule(ctx, wasm)
+}
+
+// instrument returns wasm rewritten with interrupt.FlagBudget. With an
+// on-disk cache the result is kept next to the compiled code, keyed by the
+// original module's SHA-256 and the instrumenter's format: rewriting an
+// 11 MB Go guest takes hundreds of milliseconds, which a process start with
+// a warm cache would otherwise pay on every load.
+func (e *Engine) instrument(wasm []byte) ([]byte, error) {
+	if e.cacheDir == "" {
+		return interrupt.InstrumentWith(wasm, interrupt.FlagBudget)
+	}
+	sum := sha256.Sum256(wasm)
+	dir := filepath.Join(e.cacheDir, fmt.Sprintf("wasmprov-instrumented-v%d", interrupt.FormatVersion))
+	path := filepath.Join(dir, hex.EncodeToString(sum[:])+".wasm")
+	if b, ok := readCached(path); ok {
+		return b, nil
+	}
+	out, err := interrupt.InstrumentWith(wasm, interrupt.FlagBudget)
+	if err != nil {
+		return nil, err
+	}
+	writeCached(dir, path, out) // best effort: a miss only costs the rewrite
+	return out, nil
+}
+
+// A cache file is the SHA-256 of the module followed by the module, so a
+// damaged file is a miss rather than a module that fails to compile.
+func readCached(path string) ([]byte, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < sha256.Size {
+		return nil, false
+	}
+	body := b[sha256.Size:]
+	if sum := sha256.Sum256(body); string(sum[:]) != string(b[:sha256.Size]) {
+		return nil, false
+	}
+	return body, true
+}
+
+// writeCached writes b to path through a temporary file renamed into place,
+// so a reader never sees a torn file.
+func writeCached(dir, path string, b []byte) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return
+	}
+	sum := sha256.Sum256(b)
+	_, werr := tmp.Write(append(sum[:], b...))
+	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
+		_ = os.Remove(tmp.Name())
+	}
 }
 
 // bindHost defines the wasmprov_v1 host module from the engine-neutral table.
