@@ -13,8 +13,13 @@ import (
 // it once per runtime, before instantiating guests. It is the wazero binding
 // of Functions; other engines bind the same table their own way.
 func Instantiate(ctx context.Context, r wazero.Runtime) (api.Module, error) {
+	return InstantiateFunctions(ctx, r, Functions())
+}
+
+// InstantiateFunctions defines a wasmprov_v1 host module of fns in r.
+func InstantiateFunctions(ctx context.Context, r wazero.Runtime, fns []Function) (api.Module, error) {
 	b := r.NewHostModuleBuilder(abi.ModuleName)
-	for _, f := range Functions() {
+	for _, f := range fns {
 		fn := f.Fn
 		b.NewFunctionBuilder().
 			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/bytecodealliance/wasmtime-go/v37"
+	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
 )
@@ -149,19 +149,7 @@ func (e *Engine) storeCached(key string, mod *wasmtime.Module) {
 	if err != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(e.cacheDir, key+".tmp*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return
-	}
-	if err := os.Rename(tmp.Name(), e.cachePath(key)); err != nil {
-		_ = os.Remove(tmp.Name())
-	}
+	_ = cachefile.Write(e.cachePath(key), b)
 }
 
 // module is an engine.Module: a shared compiled module and the

@@ -32,7 +32,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
-	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
 )
@@ -104,7 +105,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
 		return nil, fmt.Errorf("instantiating WASI: %w", err)
 	}
-	if err := bindHost(ctx, wr, cfg); err != nil {
+	if _, err := hostfuncs.InstantiateFunctions(ctx, wr, cfg.HostFunctions); err != nil {
 		return nil, err
 	}
 	if cfg.Interruptible {
@@ -150,7 +151,8 @@ func (e *Engine) instrument(wasm []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	writeCached(dir, path, out) // best effort: a miss only costs the rewrite
+	sum = sha256.Sum256(out)
+	_ = cachefile.Write(path, append(sum[:], out...)) // best effort: a miss only costs the rewrite
 	return out, nil
 }
 
@@ -166,40 +168,6 @@ func readCached(path string) ([]byte, bool) {
 		return nil, false
 	}
 	return body, true
-}
-
-// writeCached writes b to path through a temporary file renamed into place,
-// so a reader never sees a torn file.
-func writeCached(dir, path string, b []byte) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return
-	}
-	sum := sha256.Sum256(b)
-	_, werr := tmp.Write(append(sum[:], b...))
-	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
-		_ = os.Remove(tmp.Name())
-	}
-}
-
-// bindHost defines the wasmprov_v1 host module from the engine-neutral table.
-func bindHost(ctx context.Context, wr wazero.Runtime, cfg engine.ModuleConfig) error {
-	b := wr.NewHostModuleBuilder(abi.ModuleName)
-	for _, f := range cfg.HostFunctions {
-		fn := f.Fn
-		b.NewFunctionBuilder().
-			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
-				fn(ctx, mod.Memory(), stack)
-			}), f.Params, f.Results).
-			Export(f.Name)
-	}
-	if _, err := b.Instantiate(ctx); err != nil {
-		return fmt.Errorf("instantiating %s host module: %w", abi.ModuleName, err)
-	}
-	return nil
 }
 
 // errInterrupted is what yield panics with; the runtime knows it
