@@ -6,7 +6,7 @@
 // http.RoundTripper that forwards requests to the real cloud (or a
 // simulator) and records them; a Replayer is an http.RoundTripper that
 // answers from a cassette and never touches the network. Either plugs into
-// the host with runtime.WithHTTPClient(&http.Client{Transport: rt}).
+// the host with runtime.WithHTTPTransport(func(http.RoundTripper) http.RoundTripper { return rt }).
 //
 // Secrets never reach the file: Authorization-like headers, token-like query
 // parameters and any literal secret value the caller names are replaced by

@@ -258,7 +258,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	// Where the cloud is, and how requests get there.
 	cloudURL := ""
-	var client *http.Client
+	var transport http.RoundTripper // nil: the policy's own
 	var recorder *cassette.Recorder
 	switch {
 	case cfg.Cassette != "" && cfg.Record:
@@ -268,7 +268,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		canonical, _ := url.Parse(CanonicalCloudURL)
 		recorder = &cassette.Recorder{Target: target, Canonical: canonical, Redact: cfg.Redact}
-		client = &http.Client{Transport: recorder}
+		transport = recorder // forwards to the simulator URL the caller named
 		cloudURL = CanonicalCloudURL
 		rep.Cloud = "recording " + cfg.CloudURL + " into " + cfg.Cassette
 	case cfg.Cassette != "":
@@ -277,7 +277,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		e.replay = cassette.NewReplayer(c, cfg.Redact, cfg.Ignore...)
-		client = &http.Client{Transport: e.replay}
+		transport = e.replay // answers from the cassette, dials nothing
 		cloudURL = CanonicalCloudURL
 		rep.Cloud = "replaying " + cfg.Cassette
 	case cfg.CloudURL != "":
@@ -316,8 +316,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.CompilationCacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(cfg.CompilationCacheDir))
 	}
-	if client != nil {
-		opts = append(opts, runtime.WithHTTPClient(client))
+	if transport != nil {
+		opts = append(opts, runtime.WithHTTPTransport(func(http.RoundTripper) http.RoundTripper { return transport }))
 	}
 	rt, err := runtime.New(ctx, opts...)
 	if err != nil {

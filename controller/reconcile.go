@@ -102,7 +102,7 @@ func (c *Controller) create(ctx context.Context, log logger, m *clusterv1alpha1.
 	}
 	// There is no admission webhook here, so Validate runs before Create,
 	// as machine-controller's webhook would have run it.
-	if err := prov.Validate(ctx, m.Spec); err != nil {
+	if err := prov.Validate(cloud.WithMachineNamespace(ctx, m.Namespace), m.Spec); err != nil {
 		return c.fail(ctx, m, fmt.Errorf("validating machine: %w", err))
 	}
 	userdata, err := c.opts.Userdata.Userdata(ctx, m, prov)

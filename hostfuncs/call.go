@@ -56,6 +56,17 @@ type Call struct {
 	inputs  [abi.InputLogLevel + 1][]byte
 	pending []byte
 
+	// What the caller handed in, before the guest could change it
+	// (captureCaller): the Secret/ConfigMap references config_var may
+	// resolve and the Machine's namespace.
+	captured        bool
+	callerRefs      []ConfigRef
+	callerNamespace string
+
+	// sent counts the bytes the guest handed the host in this call
+	// (results, errors, logs, requests), against Limits.MaxBytesPerCall.
+	sent int64
+
 	// Output is the result document set by the guest's "output".
 	Output []byte
 	// Error fields are set by the guest's "set_error".
@@ -126,7 +137,10 @@ func (c *Call) spec() *clusterv1alpha1.MachineSpec {
 // Input returns an input part, encoding it on first use. Parts are cached
 // for the call: a guest that asks twice pays once.
 func (c *Call) Input(part abi.Input) ([]byte, error) {
-	if part < abi.InputMachine || part > abi.InputLogLevel || !offered(c.Method, part) {
+	if part < abi.InputMachine || part > abi.InputLogLevel {
+		return nil, errorf(abi.ErrnoInvalid, "unknown input part %d", int32(part))
+	}
+	if !offered(c.Method, part) {
 		return nil, errorf(abi.ErrnoUnavailable, "input %s is not available in %s", part, c.Method)
 	}
 	if b := c.inputs[part]; b != nil {
@@ -209,20 +223,37 @@ func errorf(errno abi.Errno, format string, args ...any) *Error {
 	return &Error{Errno: errno, Message: fmt.Sprintf(format, args...)}
 }
 
-// SetError records the guest's error report.
+// MaxRetryAfter is the longest retry hint the host passes on: a guest's
+// retry_after_ms above it is clamped to it (it could otherwise overflow a
+// time.Duration and come out as a hot loop of retries).
+const MaxRetryAfter = time.Hour
+
+// SetError records the guest's error report. A negative retry hint counts
+// as none; one above MaxRetryAfter is clamped to it.
 func (c *Call) SetError(reason, message string, retryAfterMillis int64) {
 	c.ErrReason, c.ErrMessage = reason, message
+	c.RetryAfter = 0
 	if retryAfterMillis > 0 {
-		c.RetryAfter = time.Duration(retryAfterMillis) * time.Millisecond
+		c.RetryAfter = MaxRetryAfter
+		if retryAfterMillis < int64(MaxRetryAfter/time.Millisecond) {
+			c.RetryAfter = time.Duration(retryAfterMillis) * time.Millisecond
+		}
 	}
 }
 
 // SetOutput records the guest's result document.
 func (c *Call) SetOutput(b []byte) error {
-	if max := c.Env.limits().MaxResultBytes; int64(len(b)) > max {
-		return errorf(abi.ErrnoTooLarge, "output of %d bytes exceeds the limit of %d", len(b), max)
+	if err := c.checkOutputSize(int64(len(b))); err != nil {
+		return err
 	}
 	c.Output = append(c.Output[:0], b...)
+	return nil
+}
+
+func (c *Call) checkOutputSize(n int64) error {
+	if max := c.Env.limits().MaxResultBytes; n > max {
+		return errorf(abi.ErrnoTooLarge, "output of %d bytes exceeds the limit of %d", n, max)
+	}
 	return nil
 }
 

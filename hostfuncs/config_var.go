@@ -3,10 +3,12 @@ package hostfuncs
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
+	"github.com/wasmprov/wasmprov/cloud"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -16,10 +18,10 @@ import (
 // ConfigMap key, else the inline value, else (when empty) a host
 // environment variable.
 //
-// Two rules keep a guest from reading what it should not: a Secret or
-// ConfigMap is read only if the Machine's own provider spec references that
-// exact namespace/name/key, and an environment variable only if the policy
-// lists it.
+// What a guest may read is decided by the host (see referenced): a Secret
+// or ConfigMap only if the provider spec the caller passed references that
+// exact namespace/name/key and its namespace is allowed, an environment
+// variable only if the policy lists it.
 func configVar(ctx context.Context, c *Call, req []byte) ([]byte, error) {
 	var r abi.ConfigVarRequest
 	if err := json.Unmarshal(req, &r); err != nil {
@@ -136,39 +138,65 @@ func (c *Call) configMapValue(ctx context.Context, ns, name, key string) (string
 	return "", errorf(abi.ErrnoNotFound, "configmap '%s' in namespace '%s' has no key '%s'", name, ns, key)
 }
 
-// referenced checks that the call's provider spec contains a reference of
-// kind ("secretKeyRef" or "configMapKeyRef") to ns/name/key.
+// referenced checks that a Secret or ConfigMap key may be read in this
+// call. Two rules, both decided by the host:
+//
+//   - The reference must be in the provider spec as the caller handed it
+//     in, before any guest code ran in the call (callerRefs): a spec the
+//     guest produced — an AddDefaults result, a machine_update patch —
+//     never widens what it may read.
+//   - Its namespace must be the Machine's own or one the policy names
+//     (ConfigVarSource.AllowedNamespaces); for calls without a Machine,
+//     the namespace the caller named with cloud.WithMachineNamespace: a Machine author who may write
+//     Machines in one namespace cannot make the controller read Secrets of
+//     another.
 func (c *Call) referenced(kind, ns, name, key string) error {
-	raw, err := c.Input(abi.InputProviderSpec)
-	if err == nil {
-		var doc any
-		if json.Unmarshal(raw, &doc) == nil && findRef(doc, kind, ns, name, key) {
-			return nil
-		}
+	c.captureCaller()
+	ref := ConfigRef{Kind: kind, Namespace: ns, Name: name, Key: key}
+	if !slices.Contains(c.callerRefs, ref) {
+		c.logger().Warn("config_var reference denied: not in the machine's provider spec", "kind", kind,
+			"namespace", ns, "name", name, "key", key)
+		return errorf(abi.ErrnoDenied, "%s %s/%s key %s is not referenced by the machine's provider spec", kind, ns, name, key)
 	}
-	c.logger().Warn("config_var reference denied: not in the machine's provider spec", "kind", kind,
-		"namespace", ns, "name", name, "key", key)
-	return errorf(abi.ErrnoDenied, "%s %s/%s key %s is not referenced by the machine's provider spec", kind, ns, name, key)
+	if !c.namespaceAllowed(ns) {
+		own := c.callerNamespace
+		if own == "" {
+			own = "unknown in " + c.Method.String()
+		}
+		c.logger().Warn("config_var reference denied: namespace not allowed by policy", "kind", kind,
+			"namespace", ns, "name", name, "key", key, "machineNamespace", own)
+		return errorf(abi.ErrnoDenied, "%s %s/%s: namespace %q is neither the machine's (%s) nor allowed by the policy", kind, ns, name, ns, own)
+	}
+	return nil
 }
 
-func findRef(doc any, kind, ns, name, key string) bool {
-	switch v := doc.(type) {
-	case map[string]any:
-		if ref, ok := v[kind].(map[string]any); ok &&
-			ref["namespace"] == ns && ref["name"] == name && ref["key"] == key {
+func (c *Call) namespaceAllowed(ns string) bool {
+	if ns == c.callerNamespace {
+		return true
+	}
+	for _, a := range c.Env.ConfigVar.AllowedNamespaces {
+		if a == ns || a == "*" {
 			return true
-		}
-		for _, child := range v {
-			if findRef(child, kind, ns, name, key) {
-				return true
-			}
-		}
-	case []any:
-		for _, child := range v {
-			if findRef(child, kind, ns, name, key) {
-				return true
-			}
 		}
 	}
 	return false
+}
+
+// captureCaller records, once per call and before the guest can change
+// them, the references and namespace of the Machine or spec the caller
+// passed. It runs on the first config_var and before the first
+// machine_update (whose updater may change the caller's Machine in place).
+func (c *Call) captureCaller() {
+	if c.captured {
+		return
+	}
+	c.captured = true
+	if s := c.spec(); s != nil && s.ProviderSpec.Value != nil {
+		c.callerRefs = ConfigRefs(s.ProviderSpec.Value.Raw)
+	}
+	if c.Machine != nil {
+		c.callerNamespace = c.Machine.Namespace
+	} else {
+		c.callerNamespace = cloud.MachineNamespace(c.ctx)
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,8 +44,9 @@ func TestConfigVar(t *testing.T) {
 			Data: map[string]string{"region": "fsn1"}},
 	)
 	env := &Env{ConfigVar: ConfigVarSource{
-		Client:     client,
-		AllowedEnv: []string{"HZ_TOKEN"},
+		Client:            client,
+		AllowedEnv:        []string{"HZ_TOKEN"},
+		AllowedNamespaces: []string{"kube-system", "default"},
 		LookupEnv: func(k string) (string, bool) {
 			return map[string]string{"HZ_TOKEN": "from-env", "AWS_SECRET_ACCESS_KEY": "controller-secret"}[k], true
 		},
@@ -110,10 +112,134 @@ func TestInputsPerMethod(t *testing.T) {
 	if b, err := c.Input(abi.InputProviderSpec); err != nil || string(b) != `{"a":1}` {
 		t.Fatalf("provider spec: %q, %v", b, err)
 	}
-	for _, part := range []abi.Input{abi.InputMachine, abi.InputUserdata, abi.InputNewUID, 0, 99} {
+	for _, part := range []abi.Input{abi.InputMachine, abi.InputUserdata, abi.InputNewUID} {
 		var he *Error
 		if _, err := c.Input(part); !errors.As(err, &he) || he.Errno != abi.ErrnoUnavailable {
 			t.Errorf("Validate offered %s: %v", part, err)
+		}
+	}
+	// A part no method has is a bad argument, not an unavailable one
+	// (abi/SPEC.md §5.3).
+	for _, part := range []abi.Input{0, 7, 99, -1} {
+		var he *Error
+		if _, err := c.Input(part); !errors.As(err, &he) || he.Errno != abi.ErrnoInvalid {
+			t.Errorf("unknown part %d: want ErrnoInvalid, got %v", part, err)
+		}
+	}
+}
+
+// The references config_var may resolve are the caller's: the Machine as
+// it was handed in, before any guest code ran. Here the updater's fresh
+// copy carries a reference the caller's Machine did not (a guest cannot
+// add one through machine_update, see TestMachineUpdateRefusals, but a
+// conflict refresh or an updater that writes in place could): it stays
+// unreadable for the rest of the call.
+func TestConfigVarReadsOnlyTheCallersReferences(t *testing.T) {
+	client := fake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine"}, Data: map[string][]byte{"token": []byte("mine")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "admin"}, Data: map[string][]byte{"token": []byte("admin")}},
+	)
+	mine := `{"secretKeyRef":{"namespace":"ns","name":"mine","key":"token"}}`
+	admin := `{"secretKeyRef":{"namespace":"ns","name":"admin","key":"token"}}`
+	m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", UID: "u"}}
+	m.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: []byte(`{"cloudProviderSpec":{"token":` + mine + `}}`)}
+	calls := 0
+	c := updateCall(t, m, &calls)
+	c.Env.ConfigVar.Client = client
+	c.Data.Updater = func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
+		// The caller's Machine changed in place, and so did the copy.
+		cur.Spec.ProviderSpec.Value.Raw = []byte(`{"cloudProviderSpec":{"token":` + mine + `,"other":` + admin + `}}`)
+		next := cur.DeepCopy()
+		modify(next)
+		return next, nil
+	}
+	if _, err := c.Invoke(abi.ImportMachineUpdate, []byte(`{"annotations":{"a":"b"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Invoke(abi.ImportConfigVar, configVarReq("string", mine, "")); err != nil || string(got) != "mine" {
+		t.Fatalf("the caller's own reference: %q, %v", got, err)
+	}
+	_, err := c.Invoke(abi.ImportConfigVar, configVarReq("string", admin, ""))
+	var he *Error
+	if !errors.As(err, &he) || he.Errno != abi.ErrnoDenied {
+		t.Fatalf("a reference the caller did not pass: want ErrnoDenied, got %v", err)
+	}
+}
+
+// Secrets and ConfigMaps are read from the Machine's own namespace and
+// those the policy names, whatever the provider spec references.
+func TestConfigVarNamespaces(t *testing.T) {
+	client := fake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "admin-token"}, Data: map[string][]byte{"token": []byte("cluster-admin")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hetzner"}, Data: map[string][]byte{"token": []byte("team-a")}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "cfg"}, Data: map[string]string{"k": "v"}},
+	)
+	admin := `{"secretKeyRef":{"namespace":"kube-system","name":"admin-token","key":"token"}}`
+	own := `{"secretKeyRef":{"namespace":"team-a","name":"hetzner","key":"token"}}`
+	shared := `{"configMapKeyRef":{"namespace":"shared","name":"cfg","key":"k"}}`
+	spec := `{"cloudProviderSpec":{"a":` + admin + `,"b":` + own + `,"c":` + shared + `}}`
+	for _, tc := range []struct {
+		name      string
+		allowed   []string
+		method    abi.Method
+		ctxNS     string // cloud.WithMachineNamespace, for spec-only calls
+		ref, want string
+		errno     abi.Errno
+	}{
+		{"own namespace", nil, abi.MethodGet, "", own, "team-a", 0},
+		{"kube-system referenced but not allowed", nil, abi.MethodGet, "", admin, "", abi.ErrnoDenied},
+		{"configmap elsewhere, not allowed", nil, abi.MethodGet, "", shared, "", abi.ErrnoDenied},
+		{"allowed by the policy", []string{"kube-system"}, abi.MethodGet, "", admin, "cluster-admin", 0},
+		{"every namespace", []string{"*"}, abi.MethodGet, "", shared, "v", 0},
+		{"spec-only call without a namespace", nil, abi.MethodValidate, "", own, "", abi.ErrnoDenied},
+		{"spec-only call told its namespace", nil, abi.MethodValidate, "team-a", own, "team-a", 0},
+		{"spec-only call told its namespace, another one", nil, abi.MethodValidate, "team-a", admin, "", abi.ErrnoDenied},
+		{"spec-only call, policy namespace", []string{"shared"}, abi.MethodValidate, "", shared, "v", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &Env{ConfigVar: ConfigVarSource{Client: client, AllowedNamespaces: tc.allowed}}
+			c := testCall(t, env, tc.method, spec)
+			if tc.method != abi.MethodValidate {
+				m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "team-a", UID: "u"}}
+				m.Spec = *c.Spec
+				c.Spec, c.Machine = nil, m
+			}
+			if tc.ctxNS != "" {
+				SetContext(c, cloud.WithMachineNamespace(context.Background(), tc.ctxNS))
+			}
+			got, err := c.Invoke(abi.ImportConfigVar, configVarReq("string", tc.ref, ""))
+			if tc.errno != 0 {
+				var he *Error
+				if !errors.As(err, &he) || he.Errno != tc.errno {
+					t.Fatalf("want %s, got %q, %v", tc.errno, got, err)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAddedConfigRefs(t *testing.T) {
+	ref := func(ns, name string) string {
+		return `{"secretKeyRef":{"namespace":"` + ns + `","name":"` + name + `","key":"k"}}`
+	}
+	for _, tc := range []struct {
+		before, after string
+		added         int
+	}{
+		{`{"a":` + ref("ns", "s") + `}`, `{"a":` + ref("ns", "s") + `,"b":1}`, 0},
+		{`{"a":` + ref("ns", "s") + `}`, `{"b":[` + ref("ns", "s") + `]}`, 0}, // moved, not added
+		{`{}`, `{"a":` + ref("kube-system", "admin-token") + `}`, 1},
+		{`{"a":` + ref("ns", "s") + `}`, `{"a":` + ref("ns", "t") + `}`, 1},
+		{`{}`, `{"a":{"configMapKeyRef":{"namespace":"x","name":"y","key":"z"}}}`, 1},
+		{`{}`, `{"a":{"secretKeyRef":{"namespace":"x","name":"y"}}}`, 0}, // incomplete: never resolved
+		{`not json`, `{"a":` + ref("ns", "s") + `}`, 1},
+	} {
+		if got := AddedConfigRefs([]byte(tc.before), []byte(tc.after)); len(got) != tc.added {
+			t.Errorf("AddedConfigRefs(%s, %s) = %v, want %d", tc.before, tc.after, got, tc.added)
 		}
 	}
 }

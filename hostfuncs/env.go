@@ -36,6 +36,10 @@ type Limits struct {
 	MaxMessageBytes int64
 	// MaxRequestBytes caps a request document passed to a host function.
 	MaxRequestBytes int64
+	// MaxBytesPerCall caps the bytes a guest hands the host in one call:
+	// results, error reports, log records and host function requests
+	// together. Past it those functions answer TOO_LARGE.
+	MaxBytesPerCall int64
 }
 
 // DefaultLimits are the limits used for zero fields of Limits.
@@ -43,6 +47,7 @@ var DefaultLimits = Limits{
 	MaxResultBytes:  4 << 20,
 	MaxMessageBytes: 64 << 10,
 	MaxRequestBytes: 8 << 20,
+	MaxBytesPerCall: 64 << 20,
 }
 
 func (env *Env) limits() Limits {
@@ -55,6 +60,9 @@ func (env *Env) limits() Limits {
 	}
 	if l.MaxRequestBytes <= 0 {
 		l.MaxRequestBytes = DefaultLimits.MaxRequestBytes
+	}
+	if l.MaxBytesPerCall <= 0 {
+		l.MaxBytesPerCall = DefaultLimits.MaxBytesPerCall
 	}
 	return l
 }
@@ -83,11 +91,15 @@ type HTTPPolicy struct {
 	// Timeout bounds one request, within the call's own deadline
 	// (default 60s).
 	Timeout time.Duration
-	// Client sends the requests; nil means the policy's hardened transport
-	// (connect-time address checks, no proxy). A Client given here is
-	// trusted to reach only what it should: the connect-time address checks
-	// apply to the hardened transport only. Its CheckRedirect is replaced.
-	Client *http.Client
+	// WrapTransport, when set, wraps the policy's hardened transport (its
+	// argument) with the round tripper that sends the requests, e.g. a
+	// record/replay transport for tests. Every request still passes the
+	// policy first (scheme, allow-list, sizes, headers, redirects, time);
+	// the connect-time address checks live in the hardened transport, so a
+	// wrapper that sends requests without it (a replayer answering from a
+	// file, a recorder forwarding to a simulator) is trusted to reach only
+	// what it should.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 
 	// AllowInternalHosts lists hosts (patterns as in AllowedHosts) that may
 	// resolve to loopback, private, link-local (169.254.169.254),
@@ -121,6 +133,12 @@ type ConfigVarSource struct {
 	// fallbacks (e.g. "HZ_TOKEN"). Empty allows none: the host's environment
 	// holds the controller's own credentials.
 	AllowedEnv []string
+	// AllowedNamespaces lists the namespaces, besides the Machine's own,
+	// whose Secrets and ConfigMaps a guest may read when its Machine
+	// references them; "*" allows every namespace. Empty allows only the
+	// Machine's namespace: a reference to a Secret in kube-system from a
+	// Machine elsewhere is refused.
+	AllowedNamespaces []string
 	// LookupEnv reads the environment; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 }

@@ -148,11 +148,12 @@ func (p *HTTPPolicy) Allow(u *url.URL) error {
 		return &deniedError{"URLs with user info are not allowed"}
 	}
 	host, port := u.Hostname(), u.Port()
+	defaultPort := map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		port = defaultPort
 	}
 	for _, pattern := range p.AllowedHosts {
-		if matchHost(pattern, strings.ToLower(host), port) {
+		if matchHost(pattern, strings.ToLower(host), port, defaultPort) {
 			return nil
 		}
 	}
@@ -160,13 +161,17 @@ func (p *HTTPPolicy) Allow(u *url.URL) error {
 }
 
 // matchHost matches "host", "host:port", "*.domain" and "*.domain:port".
-func matchHost(pattern, host, port string) bool {
+// A pattern without a port allows the scheme's default port (defaultPort)
+// only: "10.0.0.5" must not open every service on that address.
+func matchHost(pattern, host, port, defaultPort string) bool {
 	pattern = strings.ToLower(pattern)
-	pHost, pPort := pattern, ""
+	pHost, pPort := pattern, defaultPort
 	if h, pt, err := net.SplitHostPort(pattern); err == nil {
 		pHost, pPort = h, pt
+	} else if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
+		pHost = pattern[1 : len(pattern)-1] // a bracketed IPv6 literal without a port
 	}
-	if pPort != "" && pPort != port {
+	if pPort != port {
 		return false
 	}
 	if suffix, ok := strings.CutPrefix(pHost, "*."); ok {
@@ -181,10 +186,9 @@ func (e *deniedError) Error() string { return e.reason }
 
 func (p *HTTPPolicy) client() *http.Client {
 	var c http.Client
-	if p.Client != nil {
-		c = *p.Client
-	} else {
-		c.Transport = p.transport()
+	c.Transport = p.transport()
+	if p.WrapTransport != nil {
+		c.Transport = p.WrapTransport(c.Transport)
 	}
 	maxRedirects := p.MaxRedirects
 	if maxRedirects <= 0 {

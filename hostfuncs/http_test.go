@@ -157,14 +157,24 @@ func TestHTTPSWithPrivateCA(t *testing.T) {
 }
 
 func TestHTTPAllowList(t *testing.T) {
-	p := HTTPPolicy{AllowedHosts: []string{"api.example.com", "*.cloud.example", "10.0.0.1:8443"}, AllowInsecure: false}
+	p := HTTPPolicy{AllowedHosts: []string{"api.example.com", "*.cloud.example", "10.0.0.1:8443", "10.0.0.2", "[fd00::5]", "*.any.example:8080"}, AllowInsecure: true}
 	for _, tc := range []struct {
 		url   string
 		allow bool
 	}{
 		{"https://api.example.com/v1", true},
 		{"https://API.EXAMPLE.COM/v1", true},
-		{"https://api.example.com:8443/v1", true}, // no port in the pattern: any port
+		{"https://api.example.com:8443/v1", false}, // no port in the pattern: the scheme's default only
+		{"https://api.example.com:443/v1", true},
+		{"http://api.example.com/v1", true}, // port 80: http's default
+		{"http://api.example.com:443/v1", false},
+		{"https://10.0.0.2/", true},
+		{"https://10.0.0.2:22/", false}, // an IP literal without a port does not open every port
+		{"https://10.0.0.2:6443/", false},
+		{"https://[fd00::5]/", true},
+		{"https://[fd00::5]:8443/", false},
+		{"https://x.any.example:8080/", true},
+		{"https://x.any.example/", false},
 		{"https://x.api.example.com/", false},
 		{"https://example.com/", false},
 		{"https://eu.cloud.example/", true},
@@ -174,7 +184,7 @@ func TestHTTPAllowList(t *testing.T) {
 		{"https://cloud.example.evil.io/", false},
 		{"https://10.0.0.1:8443/", true},
 		{"https://10.0.0.1/", false}, // wrong port
-		{"http://api.example.com/", false},
+		{"ftp://api.example.com:21/", false},
 		{"ftp://api.example.com/", false},
 		{"file:///etc/passwd", false},
 		{"https://user:pw@api.example.com/", false},
@@ -226,7 +236,7 @@ func TestHTTPInternalAllowedExplicitly(t *testing.T) {
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(hostPort(t, srv.URL))
 	r := &stubResolver{answers: map[string][]string{"sim.example": {"127.0.0.1"}}}
-	p := HTTPPolicy{AllowedHosts: []string{"sim.example"}, AllowInternalHosts: []string{"sim.example:" + port},
+	p := HTTPPolicy{AllowedHosts: []string{"sim.example:" + port, "sim.example:1"}, AllowInternalHosts: []string{"sim.example:" + port},
 		AllowInsecure: true, Resolver: r}
 	resp, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "http://sim.example:" + port + "/"})
 	if e != nil {

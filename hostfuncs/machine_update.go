@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
@@ -22,52 +23,132 @@ func machineUpdate(_ context.Context, c *Call, req []byte) ([]byte, error) {
 	if c.Data == nil || c.Data.Updater == nil || c.Machine == nil {
 		return nil, errorf(abi.ErrnoUnavailable, "machine_update is only available in Create and Delete with an updater")
 	}
+	// What config_var may read is fixed before the Machine changes: the
+	// updater may change the caller's Machine in place.
+	c.captureCaller()
 	var u abi.MachineUpdate
 	if err := json.Unmarshal(req, &u); err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not valid JSON: %v", err)
 	}
-	if err := applyUpdate(c.Machine.DeepCopy(), &u); err != nil {
-		return nil, errorf(abi.ErrnoInvalid, "%v", err)
+	if _, err := updated(c.Machine, &u); err != nil {
+		return nil, err
 	}
-	updated, err := c.Data.Updater(c.Machine, func(m *clusterv1alpha1.Machine) {
-		// Validated above; a failure here would mean the fresh copy differs
-		// in a way that breaks the patch, and leaving m unchanged is the safe
-		// answer.
-		_ = applyUpdate(m, &u)
+	next, err := c.Data.Updater(c.Machine, func(m *clusterv1alpha1.Machine) {
+		// Checked above; should the fresh copy differ so that the change no
+		// longer applies, m stays as it is: the safe answer, as the
+		// callback cannot fail.
+		if n, err := updated(m, &u); err == nil {
+			*m = *n
+		}
 	})
 	if err != nil {
 		return nil, errorf(abi.ErrnoFailed, "updating machine %s: %v", c.Machine.Name, err)
 	}
-	if updated == nil {
+	if next == nil {
 		return nil, errorf(abi.ErrnoFailed, "machine updater returned no machine")
 	}
-	c.Machine = updated
+	c.Machine = next
 	c.machineChanged()
-	c.logger().Debug("machine updated by provider", "resourceVersion", updated.ResourceVersion)
-	return json.Marshal(updated)
+	c.logger().Debug("machine updated by provider", "resourceVersion", next.ResourceVersion)
+	return json.Marshal(next)
 }
 
-func applyUpdate(m *clusterv1alpha1.Machine, u *abi.MachineUpdate) error {
+// What a provider may change of its Machine (abi/SPEC.md §6.3): its own
+// finalizers, labels and annotations (but the host's), and the spec (but
+// no Secret or ConfigMap reference it did not already hold). Everything
+// else — identity, ownerReferences, deletionTimestamp, status, other
+// controllers' finalizers — is the cluster's, not the provider's.
+const (
+	// HostAnnotationPrefix marks annotations only the host writes.
+	HostAnnotationPrefix = "wasmprov.io/"
+	// FinalizersAnnotation lists, comma-separated, the finalizers the
+	// provider added through machine_update: the only ones it may remove.
+	FinalizersAnnotation = HostAnnotationPrefix + "provider-finalizers"
+)
+
+// updated returns a copy of m with u applied, or the errno error that
+// refuses u.
+func updated(m *clusterv1alpha1.Machine, u *abi.MachineUpdate) (*clusterv1alpha1.Machine, error) {
+	next := m.DeepCopy()
+	owned := ownedFinalizers(m)
 	for _, f := range u.AddFinalizers {
-		if !slices.Contains(m.Finalizers, f) {
-			m.Finalizers = append(m.Finalizers, f)
+		if f == "" {
+			return nil, errorf(abi.ErrnoInvalid, "an empty finalizer name")
+		}
+		if !slices.Contains(next.Finalizers, f) {
+			next.Finalizers = append(next.Finalizers, f)
+			if !slices.Contains(owned, f) {
+				owned = append(owned, f)
+			}
 		}
 	}
-	if len(u.RemoveFinalizers) > 0 {
-		m.Finalizers = slices.DeleteFunc(m.Finalizers, func(f string) bool {
-			return slices.Contains(u.RemoveFinalizers, f)
-		})
+	for _, f := range u.RemoveFinalizers {
+		if !slices.Contains(next.Finalizers, f) {
+			continue
+		}
+		if !slices.Contains(owned, f) {
+			return nil, errorf(abi.ErrnoDenied, "finalizer %q was not added by this provider; it may remove only its own", f)
+		}
+		next.Finalizers = slices.DeleteFunc(next.Finalizers, func(x string) bool { return x == f })
+		owned = slices.DeleteFunc(owned, func(x string) bool { return x == f })
 	}
-	m.Annotations = applyMap(m.Annotations, u.Annotations)
-	m.Labels = applyMap(m.Labels, u.Labels)
+	for k := range u.Annotations {
+		if strings.HasPrefix(k, HostAnnotationPrefix) {
+			return nil, errorf(abi.ErrnoDenied, "annotation %q is the host's", k)
+		}
+	}
+	next.Annotations = applyMap(next.Annotations, u.Annotations)
+	next.Labels = applyMap(next.Labels, u.Labels)
 	if u.ProviderID != nil {
 		id := *u.ProviderID
-		m.Spec.ProviderID = &id
+		next.Spec.ProviderID = &id
 	}
 	if len(u.MergePatch) > 0 {
-		return mergePatchMachine(m, u.MergePatch)
+		if err := mergePatchMachine(next, u.MergePatch); err != nil {
+			return nil, errorf(abi.ErrnoInvalid, "%v", err)
+		}
 	}
-	return nil
+	for k, v := range m.Annotations {
+		if strings.HasPrefix(k, HostAnnotationPrefix) && next.Annotations[k] != v {
+			return nil, errorf(abi.ErrnoDenied, "annotation %q is the host's", k)
+		}
+	}
+	for k := range next.Annotations {
+		if _, had := m.Annotations[k]; strings.HasPrefix(k, HostAnnotationPrefix) && !had {
+			return nil, errorf(abi.ErrnoDenied, "annotation %q is the host's", k)
+		}
+	}
+	if added := AddedConfigRefs(rawProviderSpec(&m.Spec), rawProviderSpec(&next.Spec)); len(added) > 0 {
+		return nil, errorf(abi.ErrnoDenied, "the update adds %s to the provider spec: a provider may not choose which Secrets or ConfigMaps it reads", added[0])
+	}
+	setOwnedFinalizers(next, owned) // after the check above: only the host writes it
+	return next, nil
+}
+
+func rawProviderSpec(s *clusterv1alpha1.MachineSpec) []byte {
+	if s.ProviderSpec.Value == nil {
+		return nil
+	}
+	return s.ProviderSpec.Value.Raw
+}
+
+func ownedFinalizers(m *clusterv1alpha1.Machine) []string {
+	v := m.Annotations[FinalizersAnnotation]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+func setOwnedFinalizers(m *clusterv1alpha1.Machine, owned []string) {
+	if len(owned) == 0 {
+		delete(m.Annotations, FinalizersAnnotation)
+		return
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[FinalizersAnnotation] = strings.Join(owned, ",")
 }
 
 func applyMap(dst map[string]string, ops map[string]*string) map[string]string {
@@ -84,16 +165,36 @@ func applyMap(dst map[string]string, ops map[string]*string) map[string]string {
 	return dst
 }
 
-// mergePatchMachine applies an RFC 7386 merge patch to m. Identity fields
-// may not change: a provider must not be able to turn an update of its own
-// Machine into a write to another object.
+// mergePatchMachine applies an RFC 7386 merge patch to m. It may reach
+// metadata.labels, metadata.annotations and spec only: a provider must not
+// be able to turn an update of its own Machine into a rename, a write to
+// another object, a status forgery or the removal of other controllers'
+// finalizers.
 func mergePatchMachine(m *clusterv1alpha1.Machine, patch json.RawMessage) error {
 	var p any
 	if err := json.Unmarshal(patch, &p); err != nil {
 		return fmt.Errorf("mergePatch is not valid JSON: %w", err)
 	}
-	if _, ok := p.(map[string]any); !ok {
+	top, ok := p.(map[string]any)
+	if !ok {
 		return fmt.Errorf("mergePatch must be a JSON object")
+	}
+	for k, v := range top {
+		switch k {
+		case "spec":
+		case "metadata":
+			meta, ok := v.(map[string]any)
+			if !ok {
+				return fmt.Errorf("mergePatch may not replace metadata")
+			}
+			for mk := range meta {
+				if mk != "labels" && mk != "annotations" {
+					return fmt.Errorf("mergePatch may not change metadata.%s (only labels and annotations)", mk)
+				}
+			}
+		default:
+			return fmt.Errorf("mergePatch may not change %s (only metadata.labels, metadata.annotations and spec)", k)
+		}
 	}
 	cur, err := json.Marshal(m)
 	if err != nil {
@@ -110,12 +211,6 @@ func mergePatchMachine(m *clusterv1alpha1.Machine, patch json.RawMessage) error 
 	var next clusterv1alpha1.Machine
 	if err := json.Unmarshal(out, &next); err != nil {
 		return fmt.Errorf("mergePatch produces an invalid Machine: %w", err)
-	}
-	if next.Name != m.Name || next.Namespace != m.Namespace || next.UID != m.UID {
-		return fmt.Errorf("mergePatch may not change metadata.name, namespace or uid")
-	}
-	if next.Kind != m.Kind || next.APIVersion != m.APIVersion {
-		return fmt.Errorf("mergePatch may not change kind or apiVersion")
 	}
 	*m = next
 	return nil

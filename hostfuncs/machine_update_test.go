@@ -11,6 +11,7 @@ import (
 	"github.com/wasmprov/wasmprov/cloud"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 func updateCall(t *testing.T, m *clusterv1alpha1.Machine, calls *int) *Call {
@@ -30,7 +31,8 @@ func updateCall(t *testing.T, m *clusterv1alpha1.Machine, calls *int) *Call {
 
 func TestMachineUpdate(t *testing.T) {
 	m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", UID: "u",
-		Finalizers: []string{"keep", "old"}, Annotations: map[string]string{"stale": "x"}}}
+		Finalizers:  []string{"keep", "old"},
+		Annotations: map[string]string{"stale": "x", FinalizersAnnotation: "old"}}}
 	calls := 0
 	c := updateCall(t, m, &calls)
 	id := "hcloud://42"
@@ -57,6 +59,9 @@ func TestMachineUpdate(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Fatalf("updater called %d times", calls)
+	}
+	if owned := got.Annotations[FinalizersAnnotation]; owned != "new" {
+		t.Errorf("the host's record of the provider's finalizers is %q, want %q", owned, "new")
 	}
 	// The call now sees the updated Machine.
 	b, _ := c.Input(abi.InputMachine)
@@ -97,4 +102,69 @@ func TestMachineUpdateRefusals(t *testing.T) {
 			t.Fatalf("want ErrnoUnavailable, got %v", err)
 		}
 	})
+}
+
+// What a provider may not do to its Machine (abi/SPEC.md §6.3): every
+// request here is refused before the updater runs.
+func TestMachineUpdateLimits(t *testing.T) {
+	ref := `{"secretKeyRef":{"namespace":"kube-system","name":"admin-token","key":"token"}}`
+	now := metav1.Now()
+	base := func() *clusterv1alpha1.Machine {
+		m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", UID: "u",
+			Finalizers:  []string{"machine-delete-finalizer", "mine"},
+			Annotations: map[string]string{FinalizersAnnotation: "mine", "wasmprov.io/other": "x"}}}
+		m.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: []byte(`{"cloudProviderSpec":{"token":"t"}}`)}
+		return m
+	}
+	for name, tc := range map[string]struct {
+		req   string
+		errno abi.Errno
+	}{
+		"another controller's finalizer":    {`{"removeFinalizers":["machine-delete-finalizer"]}`, abi.ErrnoDenied},
+		"finalizers through a merge patch":  {`{"mergePatch":{"metadata":{"finalizers":[]}}}`, abi.ErrnoInvalid},
+		"deletionTimestamp":                 {`{"mergePatch":{"metadata":{"deletionTimestamp":"` + now.UTC().Format("2006-01-02T15:04:05Z") + `"}}}`, abi.ErrnoInvalid},
+		"ownerReferences":                   {`{"mergePatch":{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Secret","name":"x","uid":"y"}]}}}`, abi.ErrnoInvalid},
+		"status":                            {`{"mergePatch":{"status":{"errorReason":"CreateError"}}}`, abi.ErrnoInvalid},
+		"metadata replaced":                 {`{"mergePatch":{"metadata":null}}`, abi.ErrnoInvalid},
+		"generation":                        {`{"mergePatch":{"metadata":{"generation":7}}}`, abi.ErrnoInvalid},
+		"a host annotation":                 {`{"annotations":{"wasmprov.io/provider-finalizers":"machine-delete-finalizer"}}`, abi.ErrnoDenied},
+		"a host annotation by patch":        {`{"mergePatch":{"metadata":{"annotations":{"wasmprov.io/provider-finalizers":"machine-delete-finalizer"}}}}`, abi.ErrnoDenied},
+		"every annotation wiped":            {`{"mergePatch":{"metadata":{"annotations":null}}}`, abi.ErrnoDenied},
+		"a new host annotation":             {`{"mergePatch":{"metadata":{"annotations":{"wasmprov.io/new":"x"}}}}`, abi.ErrnoDenied},
+		"a secret reference by patch":       {`{"mergePatch":{"spec":{"providerSpec":{"value":{"cloudProviderSpec":{"token":` + ref + `}}}}}}`, abi.ErrnoDenied},
+		"a secret reference, spec replaced": {`{"mergePatch":{"spec":{"providerSpec":{"value":{"x":[` + ref + `]}}}}}`, abi.ErrnoDenied},
+		"an empty finalizer":                {`{"addFinalizers":[""]}`, abi.ErrnoInvalid},
+	} {
+		t.Run(name, func(t *testing.T) {
+			calls := 0
+			c := updateCall(t, base(), &calls)
+			_, err := c.Invoke(abi.ImportMachineUpdate, []byte(tc.req))
+			var he *Error
+			if !errors.As(err, &he) || he.Errno != tc.errno {
+				t.Fatalf("want %s, got %v", tc.errno, err)
+			}
+			if calls != 0 {
+				t.Fatal("the updater ran for a refused change")
+			}
+		})
+	}
+	// What it may do: its own finalizer, labels, annotations, the spec.
+	calls := 0
+	c := updateCall(t, base(), &calls)
+	out, err := c.Invoke(abi.ImportMachineUpdate, []byte(`{"removeFinalizers":["mine"],
+		"mergePatch":{"metadata":{"labels":{"l":"v"},"annotations":{"a":"b"}},"spec":{"providerSpec":{"value":{"cloudProviderSpec":{"token":"t","serverID":"42"}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got clusterv1alpha1.Machine
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Finalizers, ",") != "machine-delete-finalizer" || got.Labels["l"] != "v" || got.Annotations["a"] != "b" ||
+		got.Annotations["wasmprov.io/other"] != "x" || !strings.Contains(string(got.Spec.ProviderSpec.Value.Raw), `"serverID":"42"`) {
+		t.Fatalf("allowed update not applied: %+v", got)
+	}
+	if _, ok := got.Annotations[FinalizersAnnotation]; ok {
+		t.Errorf("the record of owned finalizers should be gone with the last one: %v", got.Annotations)
+	}
 }

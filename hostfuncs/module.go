@@ -62,14 +62,22 @@ func (d dataFunc) hostFunc(name string) func(ctx context.Context, mem Memory, st
 		}
 		reqPtr, reqLen, buf, limit := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
 		var out []byte
-		var err error
-		if int64(reqLen) > c.Env.limits().MaxRequestBytes {
-			err = errorf(abi.ErrnoTooLarge, "%s request of %d bytes exceeds the limit", name, reqLen)
-		} else {
-			var req []byte
-			if req, err = read(mem, reqPtr, reqLen); err == nil {
-				out, err = c.Invoke(name, req)
-			}
+		err := checkRange(mem, name+" request", reqPtr, reqLen)
+		if err == nil {
+			err = checkRange(mem, "result buffer", buf, limit)
+		}
+		if err == nil {
+			err = c.check(name, d.cap)
+		}
+		if err == nil && int64(reqLen) > c.Env.limits().MaxRequestBytes {
+			err = errorf(abi.ErrnoTooLarge, "%s request of %d bytes exceeds the limit of %d", name, reqLen, c.Env.limits().MaxRequestBytes)
+		}
+		if err == nil {
+			err = c.charge(int64(reqLen))
+		}
+		if err == nil {
+			req, _ := read(mem, reqPtr, reqLen)
+			out, err = c.Invoke(name, req)
 		}
 		stack[0] = c.deliver(mem, out, err, buf, limit)
 	}

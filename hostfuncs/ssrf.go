@@ -77,8 +77,10 @@ func internalAddr(a netip.Addr) string {
 // AllowedHosts entry that is that very IP literal.
 func (p *HTTPPolicy) internalAllowed(host, port string) bool {
 	host = strings.ToLower(strings.Trim(host, "[]"))
+	// The request's port was checked against AllowedHosts (Allow) before
+	// any dial, so here a pattern without a port matches the dialled one.
 	for _, pattern := range p.AllowInternalHosts {
-		if matchHost(pattern, host, port) {
+		if matchHost(pattern, host, port, port) {
 			return true
 		}
 	}
@@ -86,7 +88,7 @@ func (p *HTTPPolicy) internalAllowed(host, port string) bool {
 		return false
 	}
 	for _, pattern := range p.AllowedHosts {
-		if !strings.HasPrefix(pattern, "*.") && matchHost(pattern, host, port) {
+		if !strings.HasPrefix(pattern, "*.") && matchHost(pattern, host, port, port) {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -69,8 +70,9 @@ func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) err
 	}
 	status := abi.Status(int32(uint32(inst.stack[0])))
 	switch {
-	case status == abi.StatusPanic || status < abi.StatusOK || status > abi.StatusPanic:
-		p.pool.Put(ctx, inst, false) // torn or confused: never reused
+	case status == abi.StatusPanic || status < abi.StatusOK || status > abi.StatusPanic,
+		status == abi.StatusTerminal && !slices.Contains(terminalReasons, clusterv1alpha1.MachineStatusError(call.ErrReason)):
+		p.pool.Put(ctx, inst, false) // torn, confused or lying: never reused
 	case p.policy.MaxCallsPerInstance >= 0 && inst.calls >= p.policy.MaxCallsPerInstance:
 		p.pool.Retire(ctx, inst) // healthy, but recycled to bound its memory
 	default:
@@ -109,8 +111,16 @@ func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
 	case abi.StatusOK:
 		return nil
 	case abi.StatusTerminal:
+		reason := clusterv1alpha1.MachineStatusError(call.ErrReason)
+		if !slices.Contains(terminalReasons, reason) {
+			// It would be written into the Machine's status.errorReason,
+			// which tools and people act on: only machine-controller's
+			// values are meaningful there.
+			return &CallError{Provider: p.name, Method: call.Method, Class: ClassBadResult,
+				Err: fmt.Errorf("%w: terminal error with reason %q, which is not one of machine-controller's MachineStatusError values", ErrBadResult, truncate(call.ErrReason, 64))}
+		}
 		class = ClassTerminal
-		err = cloudprovidererrors.TerminalError{Reason: clusterv1alpha1.MachineStatusError(call.ErrReason), Message: msg}
+		err = cloudprovidererrors.TerminalError{Reason: reason, Message: msg}
 	case abi.StatusNotFound:
 		class = ClassNotFound
 		err = cloudprovidererrors.ErrInstanceNotFound
@@ -135,6 +145,26 @@ func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
 		err = fmt.Errorf("%w: unknown status %d", ErrBadResult, int32(status))
 	}
 	return &CallError{Provider: p.name, Method: call.Method, Class: class, Err: err}
+}
+
+// terminalReasons are machine-controller's MachineStatusError values, the
+// only reasons a TERMINAL status may carry (abi/SPEC.md §4).
+var terminalReasons = []clusterv1alpha1.MachineStatusError{
+	clusterv1alpha1.InvalidConfigurationMachineError,
+	clusterv1alpha1.UnsupportedChangeMachineError,
+	clusterv1alpha1.InsufficientResourcesMachineError,
+	clusterv1alpha1.CreateMachineError,
+	clusterv1alpha1.UpdateMachineError,
+	clusterv1alpha1.DeleteMachineError,
+	clusterv1alpha1.JoinClusterTimeoutMachineError,
+}
+
+// truncate shortens a guest-provided string for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // trapError classifies an error returned by the wasm call itself.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -30,6 +31,11 @@ var (
 	ErrProviderClosed = errors.New("provider is closed")
 	// ErrInvalidModule: a module failed load-time validation.
 	ErrInvalidModule = errors.New("invalid provider module")
+	// ErrLoadTimeout: compiling the module or starting an instance of it
+	// (instantiation, _initialize, the ABI exports) outlived the load
+	// deadline: the caller's, or the policy's LoadTimeout. It also matches
+	// context.DeadlineExceeded.
+	ErrLoadTimeout = errors.New("loading the provider module timed out")
 )
 
 // Class names the kind of a call failure, for metrics and logs.
@@ -70,6 +76,28 @@ func ErrorClass(err error) Class {
 		return ce.Class
 	}
 	return ""
+}
+
+// loadTimeoutError is ErrLoadTimeout that also matches the context's error.
+type loadTimeoutError struct {
+	stage string
+	cause error
+}
+
+func (e *loadTimeoutError) Error() string {
+	return fmt.Sprintf("%v while %s: %v", ErrLoadTimeout, e.stage, e.cause)
+}
+
+func (e *loadTimeoutError) Is(target error) bool { return target == ErrLoadTimeout }
+func (e *loadTimeoutError) Unwrap() error        { return e.cause }
+
+// loadDeadline turns err into ErrLoadTimeout when ctx's deadline is what
+// ended the stage of loading.
+func loadDeadline(ctx context.Context, stage string, err error) error {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &loadTimeoutError{stage: stage, cause: context.DeadlineExceeded}
+	}
+	return err
 }
 
 // timeoutError is ErrTimeout that also matches the context's error.

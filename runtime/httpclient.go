@@ -2,11 +2,17 @@ package runtime
 
 import "net/http"
 
-// WithHTTPClient makes every provider loaded by the Runtime send its
-// http_do requests with c instead of a client built from
-// http.DefaultTransport. The policy still decides which URLs are allowed
-// (and c's CheckRedirect is replaced to re-check redirect targets).
+// WithHTTPTransport puts wrap's round tripper between every provider of the
+// Runtime and the network: wrap receives the policy's own transport, which
+// refuses loopback, private, link-local and metadata addresses at connect
+// time, and returns the round tripper that sends http_do requests.
 //
-// Tests use it to put a record/replay transport (package cassette) between
-// a provider and its cloud.
-func WithHTTPClient(c *http.Client) Option { return func(cfg *config) { cfg.httpClient = c } }
+// Every request still passes the provider's policy first — scheme, allowed
+// hosts and ports, body and header sizes, redirects (each re-checked) and
+// the call's deadline. The connect-time address checks, though, are in the
+// transport wrap is given: a wrapper that sends requests without it is
+// trusted to reach only what it should. Tests use it for record/replay
+// (package cassette): a replayer answers from a file and dials nothing.
+func WithHTTPTransport(wrap func(policyTransport http.RoundTripper) http.RoundTripper) Option {
+	return func(cfg *config) { cfg.wrapTransport = wrap }
+}

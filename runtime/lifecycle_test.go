@@ -110,7 +110,7 @@ func describeMachine(m *clusterv1alpha1.Machine) string {
 
 // hostcallsLifecycle drives every method of the hostcalls provider and
 // returns what happened, step by step.
-func hostcallsLifecycle(t *testing.T, p cloud.Provider, c *fakeCloud, kube *kubeFixture) []string {
+func hostcallsLifecycle(t *testing.T, p *runtime.Provider, c *fakeCloud, kube *kubeFixture) []string {
 	t.Helper()
 	c.reset()
 	var out []string
@@ -123,7 +123,12 @@ func hostcallsLifecycle(t *testing.T, p cloud.Provider, c *fakeCloud, kube *kube
 
 	spec, err := p.AddDefaults(m.Spec)
 	add("AddDefaults", describeErr(err)+" value="+string(spec.ProviderSpec.Value.Raw))
-	add("Validate", describeErr(p.Validate(m.Spec)))
+	// The seed's Validate gets a spec and no Machine: without being told
+	// the Machine's namespace the host lets it read only the policy's
+	// namespaces, none here.
+	add("Validate without a namespace", describeErr(p.Validate(m.Spec)))
+	nsCtx := cloud.WithMachineNamespace(context.Background(), m.Namespace)
+	add("Validate", describeErr(p.ContextProvider().Validate(nsCtx, m.Spec)))
 	add("Get before Create", describeInstance(p.Get(m)))
 	add("Create", describeInstance(p.Create(m, data, "#cloud-config\n")))
 	stored := store.get("worker-1")
@@ -145,7 +150,7 @@ func hostcallsLifecycle(t *testing.T, p cloud.Provider, c *fakeCloud, kube *kube
 	add("cloud", fmt.Sprintf("instances=%d conflicts=%d", c.count(), store.conflicts))
 
 	bad := newMachine("worker-2", "u-3", hostcallsSpec(c.srv.URL, "wrong-token"))
-	add("Validate wrong token", describeErr(p.Validate(bad.Spec)))
+	add("Validate wrong token", describeErr(p.ContextProvider().Validate(nsCtx, bad.Spec)))
 	noEndpoint := newMachine("worker-2", "u-3", map[string]any{"cloudProvider": "hostcalls", "cloudProviderSpec": map[string]any{}})
 	add("Validate no endpoint", describeErr(p.Validate(noEndpoint.Spec)))
 	c.mu.Lock()
@@ -178,23 +183,24 @@ func TestHostcallsWasmAndNativeAgree(t *testing.T) {
 	}
 
 	want := map[string]string{
-		"Validate":             "ok",
-		"Get before Create":    "not-found",
-		"Create":               "instance name=worker-1 id=1 providerID=hostcalls://1 status=running addresses=[10.0.0.1=InternalIP]",
-		"after Create":         "machine finalizers=[hostcalls.wasmprov.io/cleanup] annotations=map[hostcalls.wasmprov.io/instance-id:1 touched-by:someone-else]",
-		"Get":                  "instance name=worker-1 id=1 providerID=hostcalls://1 status=running addresses=[10.0.0.1=InternalIP]",
-		"GetCloudConfig":       fmt.Sprintf("ok config=%q name=%q", "endpoint = "+c.srv.URL+"\n", "hostcalls"),
-		"MachineMetricsLabels": "ok map[region: size:large]",
-		"MigrateUID":           "ok",
-		"Get after MigrateUID": "instance name=worker-1 id=1 providerID=hostcalls://1 status=running addresses=[10.0.0.1=InternalIP]",
-		"Delete":               "ok",
-		"after Delete":         "machine finalizers=[] annotations=map[hostcalls.wasmprov.io/instance-id:1 touched-by:someone-else]",
-		"Get after Delete":     "not-found",
-		"Delete again":         "ok",
-		"cloud":                "instances=0 conflicts=1",
-		"Validate wrong token": "terminal InvalidConfiguration: GET /v1/ping: HTTP 401",
-		"Validate no endpoint": "terminal InvalidConfiguration: cloudProviderSpec.endpoint is required",
-		"Get throttled":        "retry after 7s: GET /v1/instances/u-1: rate limited (retry after 7s)",
+		"Validate without a namespace": `error: provider "hostcalls": Validate: resolving token: host function config_var: secretKeyRef kube-system/hostcalls: namespace "kube-system" is neither the machine's (unknown in Validate) nor allowed by the policy`,
+		"Validate":                     "ok",
+		"Get before Create":            "not-found",
+		"Create":                       "instance name=worker-1 id=1 providerID=hostcalls://1 status=running addresses=[10.0.0.1=InternalIP]",
+		"after Create":                 "machine finalizers=[hostcalls.wasmprov.io/cleanup] annotations=map[hostcalls.wasmprov.io/instance-id:1 touched-by:someone-else wasmprov.io/provider-finalizers:hostcalls.wasmprov.io/cleanup]",
+		"Get":                          "instance name=worker-1 id=1 providerID=hostcalls://1 status=running addresses=[10.0.0.1=InternalIP]",
+		"GetCloudConfig":               fmt.Sprintf("ok config=%q name=%q", "endpoint = "+c.srv.URL+"\n", "hostcalls"),
+		"MachineMetricsLabels":         "ok map[region: size:large]",
+		"MigrateUID":                   "ok",
+		"Get after MigrateUID":         "instance name=worker-1 id=1 providerID=hostcalls://1 status=running addresses=[10.0.0.1=InternalIP]",
+		"Delete":                       "ok",
+		"after Delete":                 "machine finalizers=[] annotations=map[hostcalls.wasmprov.io/instance-id:1 touched-by:someone-else]",
+		"Get after Delete":             "not-found",
+		"Delete again":                 "ok",
+		"cloud":                        "instances=0 conflicts=1",
+		"Validate wrong token":         "terminal InvalidConfiguration: GET /v1/ping: HTTP 401",
+		"Validate no endpoint":         "terminal InvalidConfiguration: cloudProviderSpec.endpoint is required",
+		"Get throttled":                "retry after 7s: GET /v1/instances/u-1: rate limited (retry after 7s)",
 	}
 	for _, line := range fromWasm {
 		step, result, _ := strings.Cut(line, ": ")

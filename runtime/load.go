@@ -69,13 +69,18 @@ func digest(wasm []byte) string {
 }
 
 func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Policy) (p *Provider, err error) {
+	// Nothing in loading may run without end: compiling honours the
+	// deadline between functions, and every guest export run here is
+	// interrupted at it.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(policy.LoadTimeout))
+	defer cancel()
 	sum, size := digest(wasm), len(wasm) // of the module as shipped, not as instrumented
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
 	}
 	mod, err := r.compile(ctx, wasm, policy)
 	if err != nil {
-		return nil, err
+		return nil, loadDeadline(ctx, "compiling", err)
 	}
 	defer func() {
 		if err != nil {
@@ -101,7 +106,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	// with what is granted.
 	probe, err := p.instantiate(ctx, moduleConfig(0))
 	if err != nil {
-		return nil, err
+		return nil, loadDeadline(ctx, "starting the first instance", err)
 	}
 	declared := probe.declared
 	if declared&^abi.AllCapabilities != 0 {
@@ -129,8 +134,8 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		_ = probe.Close(ctx)
 	}
 	if err := p.pool.Warm(ctx, policy.Prewarm); err != nil {
-		_ = p.pool.Close(ctx)
-		return nil, fmt.Errorf("pre-warming instances: %w", err)
+		_ = p.pool.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("pre-warming instances: %w", loadDeadline(ctx, "pre-warming instances", err))
 	}
 	logger.Info("provider loaded", "engine", r.engine.Name(), "sha256", sum, "size", size,
 		"capabilities", granted.Names(), "pool", policy.PoolSize)
@@ -146,14 +151,15 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 			AllowedHosts:     policy.AllowedHosts,
 			AllowInsecure:    policy.AllowInsecureHTTP,
 			MaxResponseBytes: policy.MaxHTTPResponseBytes,
-			Client:           r.cfg.httpClient,
+			WrapTransport:    r.cfg.wrapTransport,
 
 			AllowInternalHosts:  policy.AllowInternalHosts,
 			MaxRequestBodyBytes: policy.MaxHTTPRequestBytes,
 			MaxRedirects:        policy.MaxHTTPRedirects,
 			Timeout:             time.Duration(policy.HTTPTimeout),
 		},
-		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv},
+		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv,
+			AllowedNamespaces: policy.AllowedSecretNamespaces},
 	}
 }
 
@@ -303,6 +309,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // instantiate creates an instance, checks its ABI version and looks its
 // exports up once (a lookup costs microseconds; a call, nanoseconds).
 func (p *Provider) instantiate(ctx context.Context, cfg engine.InstanceConfig) (*guestInstance, error) {
+	// An instance the pool starts for a call is bounded like one started at
+	// load: a guest whose _initialize loops only later (it may read the
+	// clock) must not hang a call without a deadline.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(p.policy.LoadTimeout))
+	defer cancel()
 	// Each instance writes to logs of its own, so the output cap of one
 	// flooding instance does not silence the others.
 	cfg.Stdout = newGuestOutput(p.logger, slog.LevelInfo, "stdout")

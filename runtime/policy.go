@@ -36,6 +36,14 @@ type Policy struct {
 	// AllowedEnv lists host environment variables config_var may fall back
 	// to (e.g. HZ_TOKEN).
 	AllowedEnv []string `json:"allowedEnv,omitempty"`
+	// AllowedSecretNamespaces lists the namespaces, besides the Machine's
+	// own, whose Secrets and ConfigMaps config_var may read when the
+	// Machine's provider spec references them ("*": any namespace). Empty
+	// means the Machine's namespace only; in AddDefaults, Validate and
+	// GetCloudConfig, which get a spec and no Machine, the Machine's
+	// namespace is known only if the caller passed it with
+	// cloud.WithMachineNamespace.
+	AllowedSecretNamespaces []string `json:"allowedSecretNamespaces,omitempty"`
 	// Capabilities, when set, is the list of capabilities granted ("http",
 	// "config_var", ...); a declared capability not listed is refused. When
 	// nil, every declared capability is granted.
@@ -49,6 +57,15 @@ type Policy struct {
 	Prewarm int `json:"prewarm,omitempty"`
 	// CallTimeout bounds a call that has no earlier deadline (default 2m).
 	CallTimeout Duration `json:"callTimeout,omitempty"`
+	// LoadTimeout bounds loading the module when the caller's context has
+	// no earlier deadline: compiling it, and starting each instance
+	// (instantiation, _initialize and the ABI exports) — at load and
+	// whenever the pool starts a new instance (default 2m).
+	LoadTimeout Duration `json:"loadTimeout,omitempty"`
+	// MaxTableEntries caps each table of an instance (default 100000):
+	// a table is host memory (a pointer per entry) that the linear memory
+	// limit does not count.
+	MaxTableEntries uint32 `json:"maxTableEntries,omitempty"`
 	// MaxCallsPerInstance recycles an instance after that many calls, which
 	// bounds a guest's memory growth (default 10000; -1 never).
 	MaxCallsPerInstance int `json:"maxCallsPerInstance,omitempty"`
@@ -63,6 +80,8 @@ const (
 	DefaultPoolSize            = 4
 	DefaultCallTimeout         = 2 * time.Minute
 	DefaultMaxCallsPerInstance = 10000
+	DefaultLoadTimeout         = 2 * time.Minute
+	DefaultMaxTableEntries     = 100000
 )
 
 func (p Policy) withDefaults() Policy {
@@ -80,6 +99,12 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.CallTimeout <= 0 {
 		p.CallTimeout = Duration(DefaultCallTimeout)
+	}
+	if p.LoadTimeout <= 0 {
+		p.LoadTimeout = Duration(DefaultLoadTimeout)
+	}
+	if p.MaxTableEntries == 0 {
+		p.MaxTableEntries = DefaultMaxTableEntries
 	}
 	if p.MaxCallsPerInstance == 0 {
 		p.MaxCallsPerInstance = DefaultMaxCallsPerInstance

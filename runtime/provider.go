@@ -188,6 +188,13 @@ func (c contextual) AddDefaults(ctx context.Context, spec clusterv1alpha1.Machin
 	if err := json.Unmarshal(call.Output, &out); err != nil {
 		return spec, c.p.badResult(abi.MethodAddDefaults, "decoding MachineSpec: %v", err)
 	}
+	// The defaulted spec is stored and handed back in later calls, where
+	// config_var trusts its references as the caller's: a guest must not
+	// pick which Secrets it reads by defaulting one in.
+	if added := hostfuncs.AddedConfigRefs(rawProviderSpec(&spec), rawProviderSpec(&out)); len(added) > 0 {
+		c.p.logger.Warn("AddDefaults result refused: it adds a Secret or ConfigMap reference", "reference", added[0].String())
+		return spec, c.p.badResult(abi.MethodAddDefaults, "the defaulted spec adds %s: a provider may not choose which Secrets or ConfigMaps it reads", added[0])
+	}
 	return out, nil
 }
 
@@ -277,10 +284,22 @@ func (p *Provider) decodeInstance(m abi.Method, out []byte) (instance.Instance, 
 	if len(wire.Addresses) > 0 {
 		inst.InstanceAddresses = make(map[string]corev1.NodeAddressType, len(wire.Addresses))
 		for addr, t := range wire.Addresses {
-			inst.InstanceAddresses[addr] = corev1.NodeAddressType(t)
+			switch at := corev1.NodeAddressType(t); at {
+			case corev1.NodeHostName, corev1.NodeExternalIP, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeInternalDNS:
+				inst.InstanceAddresses[addr] = at
+			default:
+				return nil, p.badResult(m, "address %q has type %q, which is not a Kubernetes NodeAddressType", truncate(addr, 64), truncate(t, 64))
+			}
 		}
 	}
 	return inst, nil
+}
+
+func rawProviderSpec(s *clusterv1alpha1.MachineSpec) []byte {
+	if s.ProviderSpec.Value == nil {
+		return nil
+	}
+	return s.ProviderSpec.Value.Raw
 }
 
 func (p *Provider) badResult(m abi.Method, format string, args ...any) error {

@@ -31,7 +31,7 @@ type config struct {
 	defaultPolicy Policy
 	interruptible bool
 	observer      CallObserver
-	httpClient    *http.Client
+	wrapTransport func(http.RoundTripper) http.RoundTripper
 	engine        Engine
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -66,6 +67,7 @@ func runCall(ctx context.Context, args []string) error {
 		return err
 	}
 	cp := p.ContextProvider()
+	ctx = cloud.WithMachineNamespace(ctx, machine.Namespace)
 	result := map[string]any{}
 	switch strings.ToLower(method) {
 	case "adddefaults":

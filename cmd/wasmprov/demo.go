@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -53,6 +54,7 @@ func demo(ctx context.Context, w io.Writer, module, cacheDir string) error {
 		return err
 	}
 	cp := p.ContextProvider()
+	ctx = cloud.WithMachineNamespace(ctx, machine.Namespace)
 	fmt.Fprintf(w, "lifecycle of Machine %s/%s (uid %s):\n", machine.Namespace, machine.Name, machine.UID)
 
 	t := time.Now()

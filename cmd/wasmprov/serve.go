@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
@@ -228,6 +229,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	p := h.ContextProvider()
+	ctx = cloud.WithMachineNamespace(ctx, req.Machine.Namespace)
 	var result any
 	switch strings.ToLower(method) {
 	case "adddefaults":

@@ -198,6 +198,7 @@ func each(ms []*clusterv1alpha1.Machine, fn func(*clusterv1alpha1.Machine) error
 
 func create(ctx context.Context, p cloud.ContextProvider, c *hetznertest.Cluster, sim *hcloudsim.Running, m *clusterv1alpha1.Machine) error {
 	who := m.Name
+	ctx = cloud.WithMachineNamespace(ctx, m.Namespace)
 	spec, err := p.AddDefaults(ctx, m.Spec)
 	if err != nil {
 		return fmt.Errorf("%s: AddDefaults: %w", who, err)

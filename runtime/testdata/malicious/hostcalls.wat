@@ -33,8 +33,9 @@
     (call $check (i32.const 1) (i64.eq (call $input (i32.const 2) (i32.const 0xfffffff0) (i32.const 100000)) (i64.const -3)))
     ;; 2: take_result into a buffer past the end: invalid.
     (call $check (i32.const 2) (i64.eq (call $take_result (i32.const 0xfffffff0) (i32.const 100000)) (i64.const -3)))
-    ;; 3: an input part that does not exist: unavailable (-5).
-    (call $check (i32.const 3) (i64.eq (call $input (i32.const 99) (i32.const 0) (i32.const 0)) (i64.const -5)))
+    ;; 3: an input part that does not exist: invalid (-3; a part the method
+    ;; does not offer would be unavailable, -5).
+    (call $check (i32.const 3) (i64.eq (call $input (i32.const 99) (i32.const 0) (i32.const 0)) (i64.const -3)))
     ;; 4: output from a range that wraps around 4 GiB: invalid.
     (call $check (i32.const 4) (i32.eq (call $output (i32.const 0xffffffff) (i32.const 2)) (i32.const -3)))
     ;; 5: output of 4 GiB - 1 bytes: invalid (out of bounds).
@@ -50,8 +51,9 @@
     (call $check (i32.const 10) (i64.eq (call $machine_update (i32.const 0xfffffff0) (i32.const 100) (i32.const 0) (i32.const 0)) (i64.const -3)))
     (call $check (i32.const 11) (i64.eq (call $pv_list (i32.const 0xfffffff0) (i32.const 100) (i32.const 0) (i32.const 0)) (i64.const -3)))
     (call $check (i32.const 12) (i64.eq (call $config_var (i32.const 0xfffffff0) (i32.const 100) (i32.const 0) (i32.const 0)) (i64.const -3)))
-    ;; 13: a request length over the request cap, without reading it: too large (-6).
-    (call $check (i32.const 13) (i64.eq (call $http_do (i32.const 0) (i32.const 0x7fffffff) (i32.const 0) (i32.const 0)) (i64.const -6)))
+    ;; 13: a request length of 2 GiB: outside memory, so invalid before any
+    ;; size limit applies.
+    (call $check (i32.const 13) (i64.eq (call $http_do (i32.const 0) (i32.const 0x7fffffff) (i32.const 0) (i32.const 0)) (i64.const -3)))
     ;; 14: config_var whose result buffer overlaps its own request: the host
     ;; copied the request first, so the answer is "hello" (5 bytes) written over it.
     (call $check (i32.const 14) (i64.eq (call $config_var (i32.const 1024) (i32.const 31) (i32.const 1024) (i32.const 64)) (i64.const 5)))
@@ -62,6 +64,15 @@
     (call $check (i32.const 17) (i32.eq (call $output (i32.const 0) (i32.const 5242880)) (i32.const -6)))
     ;; 18: take_result with nothing pending returns the pending length or an errno, never crashes.
     (call $check (i32.const 18) (i64.le_s (call $take_result (i32.const 0) (i32.const 0)) (i64.const 100000)))
+;; 19-25: lengths and limits of -1 and 0x7fffffff are ranges like any
+    ;; other, not huge unsigned sizes: invalid, nothing done.
+    (call $check (i32.const 19) (i64.eq (call $input (i32.const 3) (i32.const 0) (i32.const -1)) (i64.const -3)))
+    (call $check (i32.const 20) (i32.eq (call $set_error (i32.const 0) (i32.const 0x7fffffff) (i32.const 0) (i32.const 1) (i64.const 0)) (i32.const -3)))
+    (call $check (i32.const 21) (i32.eq (call $set_error (i32.const 0) (i32.const 1) (i32.const 0) (i32.const 1) (i64.const -1)) (i32.const -3)))
+    (call $check (i32.const 22) (i32.eq (call $output (i32.const 0) (i32.const 0x7fffffff)) (i32.const -3)))
+    (call $check (i32.const 23) (i32.eq (call $log (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 0) (i32.const -1)) (i32.const -3)))
+    (call $check (i32.const 24) (i64.eq (call $input (i32.const -1) (i32.const 0) (i32.const 16)) (i64.const -3)))
+    (call $check (i32.const 25) (i64.eq (call $pv_list (i32.const 0) (i32.const 2) (i32.const 0) (i32.const 0x7fffffff)) (i64.const -3)))
     (if (global.get $failed) (then (return (i32.add (i32.const 100) (global.get $failed)))))
     (drop (call $output (i32.const 0) (i32.const 40)))
     (i32.const 0))
