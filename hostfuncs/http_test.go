@@ -402,3 +402,39 @@ func TestHTTPDialerRefusesUnlistedLiteral(t *testing.T) {
 		t.Errorf("the dialer connected")
 	}
 }
+
+// A transport the embedder wraps around the policy's (record/replay,
+// tracing) cannot open the way to loopback: with WithHTTPClient an empty
+// *http.Client let a guest reach "localhost" whatever allowInternalHosts
+// said (red-team finding 14); the wrapper now gets the hardened transport.
+func TestHTTPWrappedTransportKeepsTheAddressChecks(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(hostPort(t, srv.URL))
+	var wrapped atomic.Int64
+	p := HTTPPolicy{AllowedHosts: []string{"localhost:" + port}, AllowInsecure: true,
+		WrapTransport: func(base http.RoundTripper) http.RoundTripper {
+			return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				wrapped.Add(1)
+				return base.RoundTrip(r)
+			})
+		}}
+	_, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "http://localhost:" + port + "/"})
+	expectErrno(t, e, abi.ErrnoDenied, "resolves to an address the policy does not allow")
+	if wrapped.Load() != 1 || hits.Load() != 0 {
+		t.Errorf("the wrapper saw %d requests and the loopback server %d; want 1 and 0", wrapped.Load(), hits.Load())
+	}
+	// Named in allowInternalHosts, the same request goes through the wrapper.
+	p.AllowInternalHosts = []string{"localhost:" + port}
+	if _, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "http://localhost:" + port + "/"}); e != nil {
+		t.Fatal(e)
+	}
+	if hits.Load() != 1 {
+		t.Errorf("the allowed request did not arrive")
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -72,7 +72,8 @@ func ListPersistentVolumes(ctx context.Context, selector string) ([]PersistentVo
 // ConfigVarString resolves a ConfigVarString as it appears in the provider
 // spec (a bare string, or {value, secretKeyRef, configMapKeyRef}) through the
 // host, like machine-controller's ConfigVarResolver: a Secret or ConfigMap
-// the Machine's provider spec references, then the value, then the host
+// the Machine's provider spec references (as the host received it, from an
+// allowed namespace), then the value, then the host
 // environment variable envFallback (if the host's policy allows it). Needs
 // abi.CapConfigVar.
 func ConfigVarString(ctx context.Context, v json.RawMessage, envFallback string) (string, error) {
