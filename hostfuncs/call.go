@@ -66,6 +66,10 @@ type Call struct {
 	// sent counts the bytes the guest handed the host in this call
 	// (results, errors, logs, requests), against Limits.MaxBytesPerCall.
 	sent int64
+	// logged and logRecords count what the guest logged in this call;
+	// logCapped is set once the first record past the cap was refused.
+	logged, logRecords int64
+	logCapped          bool
 
 	// Output is the result document set by the guest's "output".
 	Output []byte
@@ -231,7 +235,7 @@ const MaxRetryAfter = time.Hour
 // SetError records the guest's error report. A negative retry hint counts
 // as none; one above MaxRetryAfter is clamped to it.
 func (c *Call) SetError(reason, message string, retryAfterMillis int64) {
-	c.ErrReason, c.ErrMessage = reason, message
+	c.ErrReason, c.ErrMessage = reason, Printable(message)
 	c.RetryAfter = 0
 	if retryAfterMillis > 0 {
 		c.RetryAfter = MaxRetryAfter

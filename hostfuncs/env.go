@@ -36,6 +36,12 @@ type Limits struct {
 	MaxMessageBytes int64
 	// MaxRequestBytes caps a request document passed to a host function.
 	MaxRequestBytes int64
+	// MaxLogBytesPerCall and MaxLogRecordsPerCall cap what one call may
+	// log through the log host function; past either, log answers
+	// TOO_LARGE and the host warns once. The host's log pipeline is shared
+	// by every provider: one must not flood it.
+	MaxLogBytesPerCall   int64
+	MaxLogRecordsPerCall int64
 	// MaxBytesPerCall caps the bytes a guest hands the host in one call:
 	// results, error reports, log records and host function requests
 	// together. Past it those functions answer TOO_LARGE.
@@ -48,6 +54,9 @@ var DefaultLimits = Limits{
 	MaxMessageBytes: 64 << 10,
 	MaxRequestBytes: 8 << 20,
 	MaxBytesPerCall: 64 << 20,
+
+	MaxLogBytesPerCall:   1 << 20,
+	MaxLogRecordsPerCall: 1000,
 }
 
 func (env *Env) limits() Limits {
@@ -60,6 +69,12 @@ func (env *Env) limits() Limits {
 	}
 	if l.MaxRequestBytes <= 0 {
 		l.MaxRequestBytes = DefaultLimits.MaxRequestBytes
+	}
+	if l.MaxLogBytesPerCall <= 0 {
+		l.MaxLogBytesPerCall = DefaultLimits.MaxLogBytesPerCall
+	}
+	if l.MaxLogRecordsPerCall <= 0 {
+		l.MaxLogRecordsPerCall = DefaultLimits.MaxLogRecordsPerCall
 	}
 	if l.MaxBytesPerCall <= 0 {
 		l.MaxBytesPerCall = DefaultLimits.MaxBytesPerCall

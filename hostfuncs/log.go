@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sort"
-	"unicode/utf8"
 
 	"github.com/wasmprov/wasmprov/abi"
 )
@@ -32,6 +31,9 @@ func logFunc(ctx context.Context, mem Memory, stack []uint64) {
 	}
 	max := uint32(c.Env.limits().MaxMessageBytes)
 	msgLen, attrsLen = min(msgLen, max), min(attrsLen, max)
+	if err == nil {
+		err = c.admitLog(int64(msgLen) + int64(attrsLen))
+	}
 	if err == nil {
 		err = c.charge(int64(msgLen) + int64(attrsLen))
 	}
@@ -66,7 +68,7 @@ func (c *Call) Log(level int32, msg, attrs []byte) error {
 		var obj map[string]any
 		var guest []any
 		if err := json.Unmarshal(attrs, &obj); err != nil {
-			guest = append(guest, slog.String("raw", validUTF8(attrs)))
+			guest = append(guest, slog.String("raw", Printable(string(attrs))))
 		} else {
 			keys := make([]string, 0, len(obj))
 			for k := range obj {
@@ -82,16 +84,27 @@ func (c *Call) Log(level int32, msg, attrs []byte) error {
 			args = []any{slog.Group(GuestLogGroup, guest...)}
 		}
 	}
-	c.logger().Log(c.ctx, lvl, validUTF8(msg), args...)
+	c.logger().Log(c.ctx, lvl, Printable(string(msg)), args...)
+	return nil
+}
+
+// admitLog counts a record of n bytes against the call's log quota.
+func (c *Call) admitLog(n int64) error {
+	l := c.Env.limits()
+	if c.logged+n > l.MaxLogBytesPerCall || c.logRecords+1 > l.MaxLogRecordsPerCall {
+		if !c.logCapped {
+			c.logCapped = true
+			c.logger().Warn("guest log output of this call exceeds its limit; further records are dropped",
+				"records", c.logRecords, "bytes", c.logged,
+				"maxRecords", l.MaxLogRecordsPerCall, "maxBytes", l.MaxLogBytesPerCall)
+		}
+		return errorf(abi.ErrnoTooLarge, "this call has logged %d records, %d bytes: the limit is %d records, %d bytes",
+			c.logRecords, c.logged, l.MaxLogRecordsPerCall, l.MaxLogBytesPerCall)
+	}
+	c.logged += n
+	c.logRecords++
 	return nil
 }
 
 // GuestLogGroup is the slog group that holds a guest's log attributes.
 const GuestLogGroup = "guest"
-
-func validUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return string([]rune(string(b)))
-}

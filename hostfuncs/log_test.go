@@ -81,3 +81,66 @@ func TestLogGuestCannotForgeHostKeys(t *testing.T) {
 		})
 	}
 }
+
+// One call cannot flood the host's log: past MaxLogRecordsPerCall records
+// or MaxLogBytesPerCall bytes, log answers TOO_LARGE and the host warns
+// once.
+func TestLogQuotaPerCall(t *testing.T) {
+	var buf bytes.Buffer
+	env := &Env{Logger: slog.New(slog.NewJSONHandler(&buf, nil)), Limits: Limits{MaxLogRecordsPerCall: 10, MaxLogBytesPerCall: 100}}
+	c := NewCall(context.Background(), env, abi.MethodGet, abi.CapLog)
+	mem := &flatMemory{b: make([]byte, 4096)}
+	f := hostFunction(t, abi.ImportLog)
+	logOnce := func(n uint32) int32 {
+		stack := []uint64{0, 0, uint64(n), 0, 0}
+		f.Fn(WithCall(context.Background(), c), mem, stack)
+		return int32(uint32(stack[0]))
+	}
+	for i := range 10 {
+		if r := logOnce(1); r != 0 {
+			t.Fatalf("record %d refused: %d", i, r)
+		}
+	}
+	if r := logOnce(1); r != int32(abi.ErrnoTooLarge) {
+		t.Fatalf("the 11th record: %d, want TOO_LARGE", r)
+	}
+	if r := logOnce(1); r != int32(abi.ErrnoTooLarge) {
+		t.Fatalf("the 12th record: %d, want TOO_LARGE", r)
+	}
+	if n := strings.Count(buf.String(), "exceeds its limit"); n != 1 {
+		t.Errorf("want one warning, got %d:\n%s", n, buf.String())
+	}
+	c = NewCall(context.Background(), env, abi.MethodGet, abi.CapLog)
+	if r := logOnce(100); r != 0 {
+		t.Fatalf("a 100-byte record: %d", r)
+	}
+	if r := logOnce(1); r != int32(abi.ErrnoTooLarge) {
+		t.Fatalf("past the byte quota: %d, want TOO_LARGE", r)
+	}
+}
+
+// Guest text that reaches a person carries no terminal control sequences.
+func TestGuestTextIsPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                "plain",
+		"two\nlines\ttab":      "two\nlines\ttab",
+		"\x1b[31mred\x1b[0m":   "\uFFFD[31mred\uFFFD[0m",
+		"bell\a\x00nul\x7fdel": "bell\uFFFD\uFFFDnul\uFFFDdel",
+		"c1 \u009b6n":          "c1 \uFFFD6n",
+		"bad \xff utf-8":       "bad \uFFFD utf-8",
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+	c := NewCall(context.Background(), &Env{}, abi.MethodGet, 0)
+	c.SetError("CreateError", "\x1b]0;owned\x07 failed", 0)
+	if strings.ContainsAny(c.ErrMessage, "\x1b\x07") {
+		t.Errorf("error message kept control characters: %q", c.ErrMessage)
+	}
+	for s, want := range map[string]bool{"hcloud://42": false, "a\nb": true, "\x1b": true, "\xff": true, "é": false} {
+		if HasControl(s) != want {
+			t.Errorf("HasControl(%q) = %v", s, !want)
+		}
+	}
+}

@@ -25,8 +25,9 @@ func (noResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, er
 
 // FuzzHostFunctionArgs passes arbitrary pointers, lengths and memory
 // contents to every wasmprov_v1 host function from inside a real instance
-// (the trampolines fixture). The host must never panic, and every result
-// must be a length or a defined errno.
+// (the trampolines fixture). The host must never panic, every result must
+// be a length or a defined errno, and a range outside linear memory must be
+// INVALID whatever else is wrong (abi/SPEC.md §6.5).
 func FuzzHostFunctionArgs(f *testing.F) {
 	f.Add(uint8(0), uint32(1), uint32(0), uint32(100), uint32(0), int64(0), []byte(nil))
 	f.Add(uint8(5), uint32(0), uint32(60), uint32(100), uint32(200), int64(0),
@@ -94,6 +95,20 @@ func FuzzHostFunctionArgs(f *testing.F) {
 		}
 		if v < int64(abi.ErrnoNotFound) {
 			t.Fatalf("%s%v returned %d, not a length or an errno", name, params, v)
+		}
+		size := uint64(mod.Memory().Size())
+		out := func(p, n uint32) bool { return uint64(p)+uint64(n) > size }
+		var oob bool
+		switch name {
+		case abi.ImportInput:
+			oob = out(b, c)
+		case abi.ImportTakeResult, abi.ImportOutput:
+			oob = out(a, b)
+		default:
+			oob = out(a, b) || out(c, d)
+		}
+		if oob && v != int64(abi.ErrnoInvalid) {
+			t.Fatalf("%s%v with a range outside its %d-byte memory returned %d, want INVALID", name, params, size, v)
 		}
 		if v >= 0 && name != abi.ImportOutput && name != abi.ImportSetError && name != abi.ImportLog && v > 64<<20 {
 			t.Fatalf("%s returned an implausible length %d", name, v)

@@ -256,6 +256,9 @@ func (c contextual) MachineMetricsLabels(ctx context.Context, machine *clusterv1
 			return nil, c.p.badResult(abi.MethodMachineMetricsLabels, "decoding labels: %v", err)
 		}
 	}
+	if err := checkMetricsLabels(labels); err != nil {
+		return nil, c.p.badResult(abi.MethodMachineMetricsLabels, "%v", err)
+	}
 	return labels, nil
 }
 
@@ -276,6 +279,11 @@ func (p *Provider) decodeInstance(m abi.Method, out []byte) (instance.Instance, 
 		InstanceProviderID: wire.ProviderID,
 		InstanceStatus:     instance.Status(wire.Status),
 	}
+	for _, s := range []string{wire.Name, wire.ID, wire.ProviderID} {
+		if hostfuncs.HasControl(s) {
+			return nil, p.badResult(m, "instance name, id or providerID %q holds control characters or invalid UTF-8", truncate(s, 64))
+		}
+	}
 	switch inst.InstanceStatus {
 	case instance.StatusRunning, instance.StatusDeleting, instance.StatusDeleted, instance.StatusCreating, instance.StatusUnknown:
 	default:
@@ -284,6 +292,9 @@ func (p *Provider) decodeInstance(m abi.Method, out []byte) (instance.Instance, 
 	if len(wire.Addresses) > 0 {
 		inst.InstanceAddresses = make(map[string]corev1.NodeAddressType, len(wire.Addresses))
 		for addr, t := range wire.Addresses {
+			if hostfuncs.HasControl(addr) {
+				return nil, p.badResult(m, "address %q holds control characters or invalid UTF-8", truncate(addr, 64))
+			}
 			switch at := corev1.NodeAddressType(t); at {
 			case corev1.NodeHostName, corev1.NodeExternalIP, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeInternalDNS:
 				inst.InstanceAddresses[addr] = at
@@ -293,6 +304,31 @@ func (p *Provider) decodeInstance(m abi.Method, out []byte) (instance.Instance, 
 		}
 	}
 	return inst, nil
+}
+
+// Bounds of MachineMetricsLabels (abi/SPEC.md §4.1): the labels become
+// Prometheus label values of one series per distinct set, so a guest
+// returning thousands, or huge ones, would blow up the controller's
+// metrics.
+const (
+	MaxMetricsLabels          = 32
+	MaxMetricsLabelNameBytes  = 63
+	MaxMetricsLabelValueBytes = 256
+)
+
+func checkMetricsLabels(labels map[string]string) error {
+	if len(labels) > MaxMetricsLabels {
+		return fmt.Errorf("%d labels, more than %d", len(labels), MaxMetricsLabels)
+	}
+	for k, v := range labels {
+		switch {
+		case k == "" || len(k) > MaxMetricsLabelNameBytes || hostfuncs.HasControl(k):
+			return fmt.Errorf("label name %q is empty, longer than %d bytes or holds control characters", truncate(k, 64), MaxMetricsLabelNameBytes)
+		case len(v) > MaxMetricsLabelValueBytes || hostfuncs.HasControl(v):
+			return fmt.Errorf("label %q has a value longer than %d bytes or with control characters", truncate(k, 64), MaxMetricsLabelValueBytes)
+		}
+	}
+	return nil
 }
 
 func rawProviderSpec(s *clusterv1alpha1.MachineSpec) []byte {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+
+	"github.com/wasmprov/wasmprov/hostfuncs"
 )
 
 // guestOutput turns a guest's stdout or stderr into log records, one per
@@ -65,6 +67,6 @@ func (w *guestOutput) Write(p []byte) (int, error) {
 }
 
 func (w *guestOutput) emit() {
-	w.logger.Log(context.Background(), w.level, string(w.buf), "stream", w.stream)
+	w.logger.Log(context.Background(), w.level, hostfuncs.Printable(string(w.buf)), "stream", w.stream)
 	w.buf = w.buf[:0]
 }
