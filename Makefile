@@ -182,7 +182,7 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := \
 	./hostfuncs:FuzzHTTPRequest ./hostfuncs:FuzzHTTPAllow ./hostfuncs:FuzzInternalAddr \
 	./hostfuncs:FuzzConfigVar ./hostfuncs:FuzzMachineUpdate ./hostfuncs:FuzzPVList \
-	./hostfuncs:FuzzLog ./hostfuncs:FuzzInput \
+	./hostfuncs:FuzzLog ./hostfuncs:FuzzInput ./hostfuncs:FuzzHostArgs \
 	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument
 .PHONY: fuzz-smoke
 fuzz-smoke:
