@@ -10,11 +10,11 @@ import (
 // up is rewritten to the next index; the added type and global take the
 // next free index and need no remapping.
 
-// budgetCheck is the FlagBudget check with budget global g and yield
-// function y:
+// appendCheck appends the check charging w: FlagMemory's (and FlagGlobal's)
+// check, or FlagBudget's with budget global g and yield function y:
 //
-//	global.get g; i32.const 1; i32.sub; global.set g
-//	global.get g; i32.eqz
+//	global.get g; i32.const w; i32.sub; global.set g
+//	global.get g; i32.const 1; i32.lt_s
 //	if
 //	  i32.const Budget; global.set g
 //	  call y
@@ -22,22 +22,23 @@ import (
 //
 // The budget is reset before the call, not after it: when the host stops
 // the call by panicking in the yield function, the global is left at
-// Budget, not at 0, where the next decrement would take it to -1 and the
-// next yield 2^32 checks away.
-func budgetCheck(g, y uint32) []byte {
-	get := append([]byte{0x23}, leb(uint64(g))...)
-	set := append([]byte{0x24}, leb(uint64(g))...)
-	c := append([]byte{}, get...)
-	c = append(c, 0x41, 0x01, 0x6b) // i32.const 1; i32.sub
-	c = append(c, set...)
-	c = append(c, get...)
-	c = append(c, 0x45, 0x04, 0x40) // i32.eqz; if (empty block type)
-	c = append(c, 0x41)
-	c = append(c, sleb(Budget)...)
-	c = append(c, set...)
-	c = append(c, 0x10)
-	c = append(c, leb(uint64(y))...)
-	return append(c, 0x0b)
+// Budget. It never wraps: after every check it is in [1, Budget]; nothing
+// but a check and a bulk charge (at most 2^29, always followed by a check)
+// lowers it, and a check by at most maxRegion; so it stays above -2^30.
+func (w *rewriter) appendCheck(out []byte, charge uint32) []byte {
+	if !w.remap {
+		return append(out, w.check...)
+	}
+	g := uint64(w.globals)
+	out = appendLEB(append(out, 0x23), g)
+	out = appendSLEB(append(out, 0x41), int64(charge))
+	out = appendLEB(append(out, 0x6b, 0x24), g)
+	out = appendLEB(append(out, 0x23), g)
+	out = append(out, 0x41, 0x01, 0x48, 0x04, 0x40, 0x41) // i32.const 1; i32.lt_s; if; i32.const
+	out = appendSLEB(out, int64(w.budget))
+	out = appendLEB(append(out, 0x24), g)
+	out = appendLEB(append(out, 0x10), uint64(w.yield))
+	return append(out, 0x0b)
 }
 
 // fn is the index of function f after the rewrite.
@@ -51,12 +52,12 @@ func (w *rewriter) fn(f uint32) uint32 {
 	return f + 1
 }
 
-// funcTypeParams returns the parameter count of each type in a type
-// section, refusing any entry but a function type: a recursion group (GC)
+// funcTypeInfo returns the parameter count of each type in a type section
+// and the block type of its results (0x40, or the one value type; nil for
+// several), refusing any entry but a function type: a recursion group (GC)
 // holds several types, so the entries would not count the type indices.
-func funcTypeParams(body []byte) []uint32 {
+func funcTypeInfo(body []byte) (params []uint32, results [][]byte) {
 	r := &reader{b: body}
-	var params []uint32
 	for k := r.u32(); k > 0; k-- {
 		if form := r.byte(); form != 0x60 {
 			fail(fmt.Sprintf("unknown type form 0x%02x", form))
@@ -65,13 +66,24 @@ func funcTypeParams(body []byte) []uint32 {
 		for i := p; i > 0; i-- {
 			r.valType()
 		}
-		for q := r.u32(); q > 0; q-- {
+		var bt []byte
+		switch q := r.u32(); q {
+		case 0:
+			bt = []byte{0x40}
+		case 1:
+			start := r.pos
 			r.valType()
+			bt = r.b[start:r.pos]
+		default:
+			for ; q > 0; q-- {
+				r.valType()
+			}
 		}
 		params = append(params, p)
+		results = append(results, bt)
 	}
 	end(r)
-	return params
+	return params, results
 }
 
 // readU32Vec reads a section that is a vector of u32 (the function
@@ -113,9 +125,10 @@ func hasLimits64(id byte, body []byte) bool {
 	return false
 }
 
-// bulkShift: FlagBudget charges a bulk instruction one check per 1<<bulkShift
-// bytes (or table elements) of its length.
-const bulkShift = 12
+// bulkShift: FlagBudget charges a bulk instruction one unit (place.go) per
+// 1<<bulkShift bytes (or table elements) of its length: about the
+// nanoseconds a fill or a copy takes out of the caches.
+const bulkShift = 3
 
 // bulk reports whether 0xfc instruction sub is a bulk memory or table
 // instruction whose time grows with its length, the operand on top of the
@@ -131,35 +144,28 @@ func bulk(sub uint32) bool {
 
 // bulkCharge is the code FlagBudget puts after a bulk instruction whose
 // length the local l holds (the local.tee before the instruction put it
-// there): it charges one check per 4 KiB to budget global g, but leaves at
-// least 1, so that the next check, which decrements it, reaches 0 exactly
-// and yields rather than running 2^32 checks from a negative budget:
+// there), before the check that always follows it: it charges one unit per
+// 1<<bulkShift bytes to budget global g:
 //
 //	global.get g
-//	local.get l; i32.const 12; i32.shr_u
-//	i32.sub; local.tee l                 ;; budget - length/4096
-//	i32.const 1
-//	local.get l; i32.const 1; i32.gt_s
-//	select                               ;; max(that, 1)
+//	local.get l; i32.const 3; i32.shr_u
+//	i32.sub
 //	global.set g
 //
-// A budget is at least 1 after a check and a length at most 2^32-1, so
-// the subtraction never wraps.
+// The budget is at least 1 before it and the charge at most 2^29, so it
+// never wraps; the check after it yields if the budget is spent.
 func bulkCharge(g, l uint32) []byte {
 	gi, li := leb(uint64(g)), leb(uint64(l))
 	c := append([]byte{0x23}, gi...)
 	c = append(append(c, 0x20), li...)
-	c = append(c, 0x41, bulkShift, 0x76, 0x6b, 0x22)
-	c = append(c, li...)
-	c = append(append(c, 0x41, 0x01, 0x20), li...)
-	c = append(c, 0x41, 0x01, 0x4a, 0x1b, 0x24)
+	c = append(c, 0x41, bulkShift, 0x76, 0x6b, 0x24)
 	return append(c, gi...)
 }
 
 // instrumentBudgetFunction copies function body d (fr after its locals:
 // groups local groups declaring locals locals, the groups from groupsEnd)
-// with the check at its entry; if it has a bulk instruction, it gets an
-// i32 local, after the others, to charge its lengths.
+// with its checks placed (place.go); if it has a bulk instruction, it gets
+// an i32 local, after the others, to charge its lengths.
 func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, groupsEnd int, locals uint64, fn []byte) []byte {
 	if d >= len(w.params) {
 		fail("more function bodies than functions")
@@ -171,7 +177,10 @@ func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, gr
 	w.bulkLocal, w.usedBulk = uint32(l), false
 	w.charge = bulkCharge(uint32(w.globals), uint32(l))
 	localsEnd := fr.pos
-	w.body = w.copyInstructions(fr, append(w.body[:0], w.check...))
+	code := fr.b[fr.pos:]
+	w.place.placeFunction(code, w.results[d])
+	w.curOrds = nil
+	w.body = w.place.emit(code, w.body[:0])
 	if w.usedBulk {
 		fn = append(fn, leb(uint64(groups)+1)...)
 		fn = append(fn, fr.b[groupsEnd:localsEnd]...)
@@ -179,7 +188,7 @@ func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, gr
 	} else {
 		fn = append(fn, fr.b[:localsEnd]...)
 	}
-	w.loops = append(w.loops, w.curLoops)
+	w.ords = append(w.ords, w.curOrds)
 	return append(fn, w.body...)
 }
 
@@ -481,17 +490,17 @@ func (w *rewriter) appendIndirectNameMap(out []byte, r *reader, inner func(f uin
 }
 
 // labelIndex returns the mapping of function f's label indices: label j
-// (the j-th block, loop, if, try or try_table) moves past the check's if
-// at the entry and the one after each earlier loop. A function with no
-// code (an import, or beyond the code section) has no labels to name.
+// (the j-th block, loop, if, try or try_table) moves past the if of every
+// check inserted before it, those whose ord is at most j. A function with
+// no code (an import, or beyond the code section) has no labels to name.
 func (w *rewriter) labelIndex(f uint32) func(uint32) uint32 {
-	if f < w.yield || uint64(f-w.yield) >= uint64(len(w.loops)) {
+	if f < w.yield || uint64(f-w.yield) >= uint64(len(w.ords)) {
 		fail(fmt.Sprintf("label names for function %d, which has no code", f))
 	}
-	loops := w.loops[f-w.yield]
+	ords := w.ords[f-w.yield]
 	return func(j uint32) uint32 {
-		before := sort.Search(len(loops), func(i int) bool { return loops[i] >= j })
-		k := uint64(j) + 1 + uint64(before)
+		before := sort.Search(len(ords), func(i int) bool { return ords[i] > j })
+		k := uint64(j) + uint64(before)
 		if k >= noLimit {
 			fail("label index out of range")
 		}

@@ -25,24 +25,24 @@ import (
 
 // ---- FlagBudget ----
 
-// wantBudgetCheck spells out the FlagBudget check for budget global g and
-// yield function y, independently of budgetCheck:
+// wantBudgetCheck spells out the FlagBudget check charging w, for budget
+// global g and yield function y, independently of appendCheck:
 //
-//	global.get g; i32.const 1; i32.sub; global.set g
-//	global.get g; i32.eqz; if
-//	  i32.const 16384; global.set g; call y
+//	global.get g; i32.const w; i32.sub; global.set g
+//	global.get g; i32.const 1; i32.lt_s; if
+//	  i32.const 524288; global.set g; call y
 //	end
-func wantBudgetCheck(g, y uint32) []byte {
+func wantBudgetCheck(g, y, w uint32) []byte {
 	x := leb(uint64(g))
-	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-	return cat([]byte{0x23}, x, []byte{0x41, 0x01, 0x6b, 0x24}, x, []byte{0x23}, x,
-		[]byte{0x45, 0x04, 0x40, 0x41, 0x80, 0x80, 0x01, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
+	return cat([]byte{0x23}, x, []byte{0x41}, sleb(int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
+		[]byte{0x41, 0x01, 0x48, 0x04, 0x40, 0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
 }
 
-// wantBudgetLines is the check as wasm2wat --no-debug-names prints it.
+// wantBudgetLines is the check as wasm2wat --no-debug-names prints it; "*"
+// matches what it charges.
 func wantBudgetLines(g, y uint32) []string {
 	get, set := fmt.Sprintf("global.get %d", g), fmt.Sprintf("global.set %d", g)
-	return []string{get, "i32.const 1", "i32.sub", set, get, "i32.eqz", "if", fmt.Sprintf("i32.const %d", Budget), set, fmt.Sprintf("call %d", y), "end"}
+	return []string{get, "i32.const *", "i32.sub", set, get, "i32.const 1", "i32.lt_s", "if", fmt.Sprintf("i32.const %d", Budget), set, fmt.Sprintf("call %d", y), "end"}
 }
 
 // yieldImport is the import entry FlagBudget appends, with type t.
@@ -137,24 +137,25 @@ func functionNames(body []byte) (names map[uint32]string, ok bool) {
 // import section with the yield import of type T, the global section with
 // the budget global (mutable i32, Budget); exports and the start function
 // name the same functions, moved up by one from Y (the input's imported
-// function count); each function body begins with the check on global G
-// (the input's global count) calling Y; the function, memory, tag and
-// data count sections and the custom sections but "name" are unchanged,
-// and a name section names the same functions, moved up by one from Y.
+// function count); there are as many function bodies, each with its
+// locals; the function, memory, tag and data count sections and the custom
+// sections but "name" are unchanged, and a name section names the same
+// functions, moved up by one from Y. Where the checks are is the placement
+// tests' business (TestShapesChecksBounded counts what runs between two of
+// them; the wabt checks find one at every loop).
 func checkBudgetOutput(tb testing.TB, in, out []byte) {
 	tb.Helper()
 	if string(out[:8]) != string(in[:8]) {
 		tb.Fatalf("header changed: % x", out[:8])
 	}
 	f := facts(tb, in)
-	y, g := f.imported.funcs, f.imported.globals+f.definedGlobals
+	y := f.imported.funcs
 	remap := func(i uint32) uint32 {
 		if i < y {
 			return i
 		}
 		return i + 1
 	}
-	check := wantBudgetCheck(g, y)
 	inByID := map[byte][]byte{}
 	for _, s := range rawSections(tb, in) {
 		if s.id != secCustom {
@@ -198,7 +199,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			if n := r.u32(); n != f.definedGlobals+1 {
 				tb.Fatalf("%d globals defined, want %d", n, f.definedGlobals+1)
 			}
-			if !bytes.HasSuffix(s.body, []byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x01, 0x0b}) {
+			if !bytes.HasSuffix(s.body, []byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b}) {
 				tb.Fatalf("the last global is not (mut i32) (i32.const %d): % x", Budget, s.body)
 			}
 		case secExport:
@@ -231,9 +232,6 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 				for l := fr.u32(); l > 0; l-- {
 					fr.u32()
 					fr.valType()
-				}
-				if !bytes.HasPrefix(fr.b[fr.pos:], check) {
-					tb.Fatalf("a function body does not begin with the check % x: % x", check, fr.b[fr.pos:])
 				}
 			}
 		case secTable, secElement, secData:
@@ -297,7 +295,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 }
 
 // budgetWabtCheck validates a FlagBudget output with wabt and checks in its
-// text that every function and loop begins with the check.
+// text that every loop begins with the check.
 func budgetWabtCheck(tb testing.TB, in, out []byte) {
 	tb.Helper()
 	f := facts(tb, in)
@@ -401,32 +399,40 @@ func TestInstrumentBudgetGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	// G = 2 (one imported global, one defined), Y = 1 (one imported
-	// function), T = 1 (one type).
+	// function), T = 1 (one type). The check charging 392:
 	check := []byte{
 		0x23, 2, // global.get 2
-		0x41, 1, // i32.const 1
+		0x41, 0x88, 0x03, // i32.const 392
 		0x6b,    // i32.sub
 		0x24, 2, // global.set 2
 		0x23, 2, // global.get 2
-		0x45,       // i32.eqz
+		0x41, 1, // i32.const 1
+		0x48,       // i32.lt_s
 		0x04, 0x40, // if
-		0x41, 0x80, 0x80, 0x01, // i32.const 16384
+		0x41, 0x80, 0x80, 0x20, // i32.const 524288
 		0x24, 2, // global.set 2
 		0x10, 1, // call 1
 		0x0b, // end
 	}
-	if !bytes.Equal(check, wantBudgetCheck(2, 1)) || !bytes.Equal(check, budgetCheck(2, 1)) {
-		t.Fatalf("the check is not the documented bytes: % x", budgetCheck(2, 1))
+	w := rewriter{remap: true, globals: 2, yield: 1, budget: Budget}
+	if !bytes.Equal(check, wantBudgetCheck(2, 1, 392)) || !bytes.Equal(check, w.appendCheck(nil, 392)) {
+		t.Fatalf("the check is not the documented bytes: % x", w.appendCheck(nil, 392))
 	}
-	f1 := append(append([]byte{0}, check...), 0x10, 3, 0x0b)
-	f2 := append(append(append(append([]byte{0}, check...), 0x03, 0x40), check...), 0x0c, 0, 0x0b, 0x0b)
+	// Both functions start lazily, owing their callers callSlack (384)
+	// and the call (8): 392 units. $1 calls at once, which needs a
+	// check (392 + 8 > callSlack), and after the call (2, now 3) it owes
+	// exitSlack + retCost = 24 at its end (> exitSlack): a check. $2's
+	// loop: its header charges the back edge (br: 1); its entry edge (392)
+	// costs far more, so a check before the loop charges it.
+	f1 := cat([]byte{0}, wantBudgetCheck(2, 1, 392), []byte{0x10, 3}, wantBudgetCheck(2, 1, 24), []byte{0x0b})
+	f2 := cat([]byte{0}, wantBudgetCheck(2, 1, 392), []byte{0x03, 0x40}, wantBudgetCheck(2, 1, 1), []byte{0x0c, 0, 0x0b, 0x0b})
 	code := append(append(append([]byte{2, byte(len(f1))}, f1...), byte(len(f2))), f2...)
 	want := mod(
 		sec(1, 2, 0x60, 0, 0, 0x60, 0, 0),
 		sec(2, append([]byte{3, 1, 'e', 1, 'f', 0x00, 0, 1, 'e', 1, 'g', 0x03, 0x7f, 0x00}, yieldImport(1)...)...),
 		sec(3, 2, 0, 0),
 		sec(4, 1, 0x70, 0x00, 1),
-		sec(6, 2, 0x7f, 0, 0x41, 1, 0x0b, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x01, 0x0b),
+		sec(6, 2, 0x7f, 0, 0x41, 1, 0x0b, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b),
 		sec(7, 1, 1, 'x', 0x00, 3),
 		sec(8, 2),
 		sec(9, 1, 0, 0x41, 0, 0x0b, 1, 3),
@@ -446,7 +452,7 @@ func TestInstrumentBudgetGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = mod(sec(1, 1, 0x60, 0, 0), sec(2, append([]byte{1}, yieldImport(0)...)...), sec(6, 1, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x01, 0x0b))
+	want = mod(sec(1, 1, 0x60, 0, 0), sec(2, append([]byte{1}, yieldImport(0)...)...), sec(6, 1, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b))
 	if !bytes.Equal(out, want) {
 		t.Fatalf("empty module: got  % x\nwant % x", out, want)
 	}
@@ -509,16 +515,17 @@ func TestInstrumentBudgetOtherIndices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := wantBudgetCheck(0, 1)
-	f1 := append(append([]byte{0}, c...), 0x12, 3, 0x0b)
-	f2 := append(append([]byte{0}, c...), 0xd2, 2, 0x1a, 0x0b)
+	// $1 tail-calls at once (a check: 392 + 8 > callSlack); $2 exits
+	// owing 394 (> exitSlack): a check before its end.
+	f1 := cat([]byte{0}, wantBudgetCheck(0, 1, 392), []byte{0x12, 3, 0x0b})
+	f2 := cat([]byte{0, 0xd2, 2, 0x1a}, wantBudgetCheck(0, 1, 394), []byte{0x0b})
 	code := append(append(append([]byte{2, byte(len(f1))}, f1...), byte(len(f2))), f2...)
 	want := mod(
 		sec(1, 2, 0x60, 0, 0, 0x60, 0, 0),
 		sec(2, append([]byte{2, 1, 'e', 1, 'f', 0x00, 0}, yieldImport(1)...)...),
 		sec(3, 2, 0, 0),
 		sec(4, 1, 0x40, 0x00, 0x70, 0x00, 1, 0xd2, 3, 0x0b),
-		sec(6, 1, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x01, 0x0b),
+		sec(6, 1, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b),
 		sec(9, 1, 3, 0x00, 1, 2),
 		sec(10, code...),
 	)
@@ -544,20 +551,20 @@ func TestInstrumentBudgetOtherIndices(t *testing.T) {
 }
 
 // wantBulkCharge spells out the code after a bulk instruction, with budget
-// global g and length local l, independently of bulkCharge:
+// global g and length local l, independently of bulkCharge (the check
+// follows it):
 //
-//	global.get g; local.get l; i32.const 12; i32.shr_u; i32.sub; local.tee l
-//	i32.const 1; local.get l; i32.const 1; i32.gt_s; select; global.set g
+//	global.get g; local.get l; i32.const 3; i32.shr_u; i32.sub; global.set g
 func wantBulkCharge(g, l uint32) []byte {
 	x, y := leb(uint64(g)), leb(uint64(l))
-	return bytes.Join([][]byte{{0x23}, x, {0x20}, y, {0x41, 12, 0x76, 0x6b, 0x22}, y,
-		{0x41, 1, 0x20}, y, {0x41, 1, 0x4a, 0x1b, 0x24}, x}, nil)
+	return bytes.Join([][]byte{{0x23}, x, {0x20}, y, {0x41, 3, 0x76, 0x6b, 0x24}, x}, nil)
 }
 
 // TestInstrumentBudgetBulk: a function with a bulk memory or table
 // instruction gets an i32 local after its parameters and locals, which
 // takes the instruction's length (local.tee before it) and charges it to
-// the budget (after it); a function without gets no local.
+// the budget (after it, followed by a check); a function without gets no
+// local.
 func TestInstrumentBudgetBulk(t *testing.T) {
 	// (type (func (param i32 i64))) (type (func)) (memory 1) (table 1 funcref)
 	// (elem $e func 0) (data $d "")
@@ -610,17 +617,24 @@ func TestInstrumentBudgetBulk(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkBudgetOutput(t, wasm, out)
-	// G = 0, Y = 0; $0's new local: 2 parameters + 4 locals = 6.
-	check, charge := wantBudgetCheck(0, 0), wantBulkCharge(0, 6)
+	// G = 0, Y = 0; $0's new local: 2 parameters + 4 locals = 6. $0
+	// starts lazily (392); the check after its first bulk instruction
+	// charges that, the three operands and the instruction (16): 411; the
+	// others 3 + 16. $1 exits owing 394: a check before its end.
+	charge := wantBulkCharge(0, 6)
 	if !bytes.Equal(charge, bulkCharge(0, 6)) {
 		t.Fatalf("bulkCharge: % x", bulkCharge(0, 6))
 	}
-	want0 := append([]byte{3, 3, 0x7d, 1, 0x7f, 1, 0x7f}, check...)
+	want0 := []byte{3, 3, 0x7d, 1, 0x7f, 1, 0x7f}
 	for i := range ops {
-		want0 = append(append(append(append(want0, args[i]...), 0x22, 6), ops[i]...), charge...)
+		w := uint32(19)
+		if i == 0 {
+			w = 411
+		}
+		want0 = cat(want0, args[i], []byte{0x22, 6}, ops[i], charge, wantBudgetCheck(0, 0, w))
 	}
 	want0 = append(want0, 0xfc, 9, 0, 0x0b)
-	want1 := append(append([]byte{0}, check...), 0x3f, 0, 0x1a, 0x0b)
+	want1 := cat([]byte{0, 0x3f, 0, 0x1a}, wantBudgetCheck(0, 0, 394), []byte{0x0b})
 	wantCode := append(append(append(append([]byte{2}, leb(uint64(len(want0)))...), want0...), byte(len(want1))), want1...)
 	if !bytes.Contains(out, encoded(sec(10, wantCode...))) {
 		t.Fatalf("code section:\n got % x\nwant % x", out, encoded(sec(10, wantCode...)))
@@ -690,13 +704,14 @@ func TestInstrumentBudgetNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkBudgetOutput(t, wasm, out)
-	// Function 1 becomes 2 and 2 becomes 3; $a's labels: the entry check's
-	// if is 0, block 0 -> 1, loop 1 -> 2 (its check's if 3), loop 2 -> 4
-	// (its check's if 5), block 3 -> 6.
+	// Function 1 becomes 2 and 2 becomes 3; $a's labels ($a starts
+	// lazily: its first check is its first loop's): block 0 -> 0, loop
+	// 1 -> 1 (its check's if 2), loop 2 -> 3 (its check's if 4), block 3
+	// -> 5.
 	wantNames := nameSection(module,
 		[]byte{1, 3, 0, 1, 'f', 2, 1, 'a', 3, 1, 'b'},
 		[]byte{2, 1, 2, 1, 0, 1, 'p'},
-		[]byte{3, 1, 2, 4, 1, 2, 'b', '0', 2, 2, 'l', '1', 4, 2, 'l', '2', 6, 2, 'b', '3'},
+		[]byte{3, 1, 2, 4, 0, 2, 'b', '0', 1, 2, 'l', '1', 3, 2, 'l', '2', 5, 2, 'b', '3'},
 		types)
 	if !bytes.HasSuffix(out, encoded(wantNames)) {
 		t.Fatalf("name section:\ngot  % x\nwant % x", out[len(out)-len(encoded(wantNames)):], encoded(wantNames))
@@ -756,10 +771,10 @@ func TestInstrumentRefTypeBlock(t *testing.T) {
 		case FlagMemory:
 			check = wantMemoryCheck(0)
 		case FlagBudget:
-			check = wantBudgetCheck(0, 0)
+			check = wantBudgetCheck(0, 0, 394) // at the exit: 392 + ref.null + drop
 		}
 		if n := bytes.Count(out, check); n != 1 {
-			t.Errorf("flag %d: %d checks, want 1 (the entry's)", f, n)
+			t.Errorf("flag %d: %d checks, want 1 (FlagGlobal: the entry's; the others: the exit's)", f, n)
 		}
 	}
 }
@@ -800,19 +815,41 @@ func budgetModule(ctx context.Context, t *testing.T, yields *atomic.Int64, stop 
 	return m
 }
 
-// TestBudgetYieldPeriod: the guest calls the yield function once every
-// Budget checks.
+// budgetModel replays what a sequence of checks and bulk charges does to
+// the budget global, independently of the instrumented code: a check
+// charging w subtracts w and, below 1, resets the budget and yields.
+type budgetModel struct{ g, yields int64 }
+
+func newBudgetModel() *budgetModel { return &budgetModel{g: Budget} }
+
+func (m *budgetModel) check(w int64) {
+	if m.g -= w; m.g < 1 {
+		m.g = Budget
+		m.yields++
+	}
+}
+
+func (m *budgetModel) bulk(n int64) { m.g -= n >> bulkShift }
+
+// TestBudgetYieldPeriod: the guest yields when the units its checks charge
+// add up to Budget. sum(n) starts lazily and owes its caller callSlack +
+// costCall = 392 units, which a check before its loop charges (the loop's
+// back edge costs far less); the loop header charges the 12 instructions
+// of an iteration, n times.
 func TestBudgetYieldPeriod(t *testing.T) {
 	ctx := context.Background()
 	var yields atomic.Int64
 	var stop atomic.Bool
 	m := budgetModule(ctx, t, &yields, &stop)
 	sum := m.ExportedFunction("sum")
-	// sum(n) makes n+1 checks: 10*Budget+1 from a full budget, 10 yields;
-	// twice, 20 (2 checks short of the 21st).
-	const n = 10 * Budget
+	const n = 3 * Budget / 4
 	wantSum := uint32(uint64(n) * (n - 1) / 2 % (1 << 32))
-	for call, want := range []int64{10, 20} {
+	model := newBudgetModel()
+	for call := range 3 {
+		model.check(int64(callSlack) + costCall)
+		for range n {
+			model.check(12)
+		}
 		res, err := sum.Call(ctx, n)
 		if err != nil {
 			t.Fatal(err)
@@ -820,45 +857,41 @@ func TestBudgetYieldPeriod(t *testing.T) {
 		if got := uint32(res[0]); got != wantSum {
 			t.Fatalf("sum(%d) = %d", n, got)
 		}
-		if got := yields.Load(); got < want-1 || got > want+1 {
-			t.Fatalf("after call %d, %d yields, want %d", call+1, got, want)
-		} else {
-			t.Logf("after call %d, %d yields (want %d)", call+1, got, want)
+		if got := yields.Load(); got != model.yields {
+			t.Fatalf("after call %d, %d yields, want %d", call+1, got, model.yields)
 		}
 	}
+	t.Logf("%d yields", model.yields)
 }
 
-// TestBudgetBulkCharge: a memory.fill charges the budget one check per
-// 4 KiB of its length, leaving at least 1: the yields are those of a model
-// of the budget, and a loop of large fills yields every few fills.
+// TestBudgetBulkCharge: a memory.fill charges the budget one unit per
+// 1<<bulkShift bytes of its length, then a check runs: the yields are those
+// of a model of the budget, and a loop of large fills yields every few
+// fills. fill(n, k): a check before the loop (392, as in sum), then k times
+// the header's (the 5 instructions of the back edge), the fill's charge and
+// the check after it (the 3 operands and the fill, 16).
 func TestBudgetBulkCharge(t *testing.T) {
 	ctx := context.Background()
 	var yields atomic.Int64
 	var stop atomic.Bool
 	m := budgetModule(ctx, t, &yields, &stop)
 	fill := m.ExportedFunction("fill")
-	// The model: the budget global and the yields.
-	g, n := int64(Budget), int64(0)
-	check := func() {
-		if g--; g == 0 {
-			g = Budget
-			n++
-		}
-	}
-	for _, c := range []struct{ n, k int64 }{{100, 1000}, {4096, 1000}, {5000, 3000}, {1 << 20, 100}, {16 << 20, 10}, {0, 5 * Budget}} {
-		check() // the entry
+	model := newBudgetModel()
+	for _, c := range []struct{ n, k int64 }{{100, 1000}, {4096, 1000}, {5000, 3000}, {1 << 20, 100}, {16 << 20, 10}, {0, Budget / 4}} {
+		model.check(int64(callSlack) + costCall)
 		for i := int64(0); i < c.k; i++ {
-			check() // the loop header
-			g = max(g-c.n>>12, 1)
+			model.check(5)
+			model.bulk(c.n)
+			model.check(3 + costBulk)
 		}
 		if _, err := fill.Call(ctx, uint64(c.n), uint64(c.k)); err != nil {
 			t.Fatal(err)
 		}
-		if got := yields.Load(); got != n {
-			t.Fatalf("after fill(%d, %d): %d yields, want %d", c.n, c.k, got, n)
+		if got := yields.Load(); got != model.yields {
+			t.Fatalf("after fill(%d, %d): %d yields, want %d", c.n, c.k, got, model.yields)
 		}
 	}
-	t.Logf("%d yields", n)
+	t.Logf("%d yields", model.yields)
 }
 
 // spin calls an infinite loop (export name) in a goroutine; the returned
@@ -889,8 +922,8 @@ func waitStopped(t *testing.T, done <-chan error, since time.Time) {
 
 // TestBudgetStopsLoop: the host stops an infinite loop from another
 // goroutine by setting its own flag, which the yield function reads.
-// The loop of whole-memory fills, one check per fill, yields every few
-// fills (before the charge, every 16384 fills: a minute).
+// The loop of whole-memory fills yields every few fills (were fills not
+// charged by their length, every 2^19 / 19 fills: half a minute).
 func TestBudgetStopsLoop(t *testing.T) {
 	for _, loop := range []string{"spin", "fillspin"} {
 		t.Run(loop, func(t *testing.T) {
@@ -917,7 +950,7 @@ func TestBudgetStopsLoop(t *testing.T) {
 
 // TestBudgetGCDoesNotHang: a garbage collection started while the guest
 // spins completes, because the guest yields to Go (a safe point) every
-// Budget checks. Before FlagBudget, stop-the-world waited for the spinning
+// Budget units. Before FlagBudget, stop-the-world waited for the spinning
 // goroutine forever, and the goroutine that would have stopped it was
 // stopped too. Nothing inside a hung process can report the hang (every
 // goroutine, timers included, is stopped), so the test runs in a child

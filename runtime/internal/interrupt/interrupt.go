@@ -1,55 +1,46 @@
 // Package interrupt makes a WebAssembly module stoppable at little cost.
 //
-// Instrument rewrites a module so that every function entry and every loop
-// header runs a check. Any execution that does not end must either loop or
-// call, so it reaches a check within one loop iteration or one call.
+// InstrumentWith rewrites a module so that its code runs a check often
+// enough on every execution path a module can construct. FlagMemory and
+// FlagBudget place the checks by a pass over each function's control flow
+// (place.go): no path runs more than a bounded amount of work (maxRegion
+// units, about 2 µs of simple instructions) without passing one, whether it
+// loops, runs straight-line code, branches forward over other checks,
+// calls, returns through any number of frames or tail-calls; a bulk memory
+// or table instruction is followed by one. FlagGlobal (Instrument, legacy:
+// tests only) checks at every function entry and loop header.
 //
 // The check is one of three things (InstrumentWith's Flag):
 //
 //   - FlagGlobal (Instrument): it reads an exported mutable i32 global,
-//     GlobalName, and traps (unreachable) when it is non-zero. The host
-//     stops a runaway call by setting the global from another goroutine,
-//     which wazero allows.
+//     GlobalName, and traps (unreachable) when it is non-zero.
 //   - FlagMemory: it reads word 0 of an added 1-page memory (min 1, max 1,
 //     so it never grows or moves) exported as MemoryName, and traps when it
-//     is non-zero; the host writes the word through its address. It exists
-//     for wasmtime: wasmtime-go exposes no way to set a global of, or stop,
-//     one store from another thread (epochs are engine-wide and can only
-//     trap), but a linear memory is raw memory any goroutine can write. The
-//     check names the memory with the multi-memory encoding unless the
-//     module had no memory at all.
-//   - FlagBudget: it counts down a private (unexported) mutable i32 global;
-//     every Budget checks, it resets the global and calls an added import,
-//     YieldModule.YieldName, a host function. It exists for wazero, whose
-//     compiled guest code runs outside Go's safe points: a garbage
-//     collection that starts while a guest loops without calling the host
-//     waits in stop-the-world for that goroutine forever, and the goroutine
-//     that would set a FlagGlobal flag is stopped with the rest, so the
-//     process hangs for good. A host-function call is a safe point (wazero
-//     returns to Go to make it, and Go's function prologues honour a
-//     pending preemption), so the collection proceeds at the next yield;
-//     the host also stops the call there, by panicking in the yield
-//     function once its own (Go-side) flag is set. The yield import takes
-//     function index Y, the number of imported functions, so the rewrite
-//     moves every defined function up by one: calls, ref.func, element
-//     segments, exports, the start function and the name section's
-//     function, local and label names. A bulk memory or table instruction
-//     (memory.fill, memory.copy, memory.init, table.fill, table.copy,
-//     table.init) takes time in proportion to its length, so FlagBudget
-//     also charges it one check per 4 KiB (or 4096 elements): otherwise a
-//     loop of whole-memory fills, one check per fill, would yield once a
-//     minute. Modules with 64-bit memories or tables are refused (their
-//     lengths are i64; wazero has no memory64 anyway).
-//
-// This replaces wazero's WithCloseOnContextDone, which makes every loop
-// header an indirect call into the engine and every guest call spawn a
-// goroutine (2-3x on a Go guest's method call); the check here is one load,
-// one compare and one predictable branch (FlagBudget: two loads, a
-// decrement, a store, a compare and a predictable branch, and a host call
-// every Budget checks).
+//     is non-zero; the host writes the word through its address from any
+//     thread (wasmtime, whose stores cannot be stopped one by one from
+//     another thread). The check names the memory with the multi-memory
+//     encoding unless the module had no memory at all.
+//   - FlagBudget: it subtracts the work it guards (in units) from a
+//     private mutable i32 global and, once that is spent (below 1), resets
+//     it to Budget (half a million units: ~0.5 ms of simple instructions,
+//     ~5 ms of loads that miss every cache) and calls an added import,
+//     YieldModule.YieldName, a host function (wazero). The yield is a Go
+//     safe point: wazero runs compiled guest code outside the Go scheduler's
+//     reach, so a garbage collection's stop-the-world waits for a guest
+//     until it calls the host. The host stops a call there too, by
+//     panicking in the yield function once its own flag is set. A bulk
+//     instruction also charges its length (one unit per 8 bytes or
+//     elements). The yield import takes function index Y, the number of
+//     imported functions, so the rewrite moves every defined function up
+//     by one: calls, ref.func, element segments, exports, the start
+//     function and the name section's function, local and label names.
+//     Modules with 64-bit memories or tables are refused (their lengths
+//     are i64; wazero has no memory64 anyway).
 //
 // The rewriter decodes every instruction and fails closed: an opcode it
-// does not know, or an index of the kind it adds beyond the module's own (a
+// does not know, a structure it cannot follow, an instruction that could
+// block where no check runs (memory.atomic.wait, FlagMemory and
+// FlagBudget), or an index of the kind it adds beyond the module's own (a
 // global index in FlagGlobal and FlagBudget modes; a memory index in an
 // instruction, a data segment or an export in FlagMemory mode), which the
 // original module could not have used but which would reach the added flag
@@ -71,7 +62,7 @@ const GlobalName = "wasmprov_interrupt"
 // instrumented modules key the cache by it: bump it whenever Instrument's
 // output for some input changes (the golden tests pin the bytes, so such a
 // change fails them first).
-const FormatVersion = 1
+const FormatVersion = 2
 
 // MemoryName is the export name of the interrupt flag's memory in
 // FlagMemory mode. It may equal GlobalName: a module gets one or the other.
@@ -87,10 +78,10 @@ const (
 	// as MemoryName (engines that cannot set a global from another thread:
 	// wasmtime).
 	FlagMemory
-	// FlagBudget: a private mutable i32 global counted down at every
-	// check; when it reaches zero it is reset to Budget and the guest calls
-	// the imported YieldModule.YieldName, which the host uses as a Go safe
-	// point and to stop the call (wazero).
+	// FlagBudget: a private mutable i32 global from which every check
+	// subtracts the work it guards; once spent it is reset to Budget and
+	// the guest calls the imported YieldModule.YieldName, which the host
+	// uses as a Go safe point and to stop the call (wazero).
 	FlagBudget
 )
 
@@ -101,9 +92,12 @@ const (
 	// YieldName is the import name of the yield function: (func), no
 	// parameters, no results.
 	YieldName = "yield"
-	// Budget is the number of checks between two calls of the yield
-	// function in FlagBudget mode.
-	Budget = 1 << 14
+	// Budget is the number of units (place.go: about a nanosecond of a
+	// chain of simple instructions each) between two calls of the yield
+	// function in FlagBudget mode: each check charges at least the units
+	// run since the previous one, and the guest yields once the budget is
+	// spent, so it runs at most Budget + maxRegion units between yields.
+	Budget = 1 << 19
 )
 
 // ErrUnsupported wraps every reason Instrument refuses a module.
@@ -153,7 +147,15 @@ type addition struct {
 }
 
 // InstrumentWith returns the module instrumented to read the flag f says.
-func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
+func InstrumentWith(wasm []byte, f Flag) ([]byte, error) {
+	out, _, err := instrument(wasm, f, Budget)
+	return out, err
+}
+
+// instrument is InstrumentWith with FlagBudget's budget (the tests make it
+// small, down to 1: a yield at every check); stats counts the checks it
+// placed, by reason.
+func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReasons]int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(decodeError); ok {
@@ -178,23 +180,25 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 	}
 	var imported imports
 	var types, definedGlobals, definedMemories uint32
-	var typeParams, funcTypes []uint32 // FlagBudget
+	var typeParams, funcTypes []uint32 // FlagMemory, FlagBudget
+	var typeResults [][]byte
+	placed := f == FlagMemory || f == FlagBudget
 	have := map[byte]bool{}
 	for _, s := range secs {
-		if f == FlagBudget && s.id != secCustom && have[s.id] {
+		if placed && s.id != secCustom && have[s.id] {
 			// One count per section: a second would shift the added
-			// indices under the first.
+			// indices under the first, or the types under the functions.
 			fail(fmt.Sprintf("repeated section %d", s.id))
 		}
 		have[s.id] = true
 		switch s.id {
 		case secType:
-			if f == FlagBudget { // the other modes never read it
-				typeParams = funcTypeParams(s.body)
+			if placed { // FlagGlobal never reads it
+				typeParams, typeResults = funcTypeInfo(s.body)
 				types = uint32(len(typeParams))
 			}
 		case secFunction:
-			if f == FlagBudget {
+			if placed {
 				funcTypes = readU32Vec(s.body)
 			}
 		case secTable:
@@ -234,7 +238,7 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 		if m >= noLimit {
 			fail("too many memories")
 		}
-		w = rewriter{globals: noLimit, memories: m}
+		w = rewriter{globals: noLimit, memories: m, placed: true}
 		w.check = memoryCheck(uint32(m))
 		adds = []addition{
 			{secMemory, []byte{0x01, 0x01, 0x01}}, // limits min 1 max 1
@@ -256,23 +260,26 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 		if g >= noLimit || uint64(types) >= noLimit-1 {
 			fail("too many globals or types")
 		}
-		w = rewriter{globals: g, memories: noLimit, remap: true, yield: imported.funcs}
-		w.check = budgetCheck(uint32(g), imported.funcs)
+		w = rewriter{globals: g, memories: noLimit, remap: true, placed: true, yield: imported.funcs, budget: budget}
+		yield := append(append(append(leb(uint64(len(YieldModule))), YieldModule...), leb(uint64(len(YieldName)))...), YieldName...)
+		adds = []addition{
+			{secType, []byte{0x60, 0x00, 0x00}},                                                 // (func)
+			{secImport, append(append(yield, 0x00), leb(uint64(types))...)},                     // (import YieldModule YieldName (func (type T)))
+			{secGlobal, append(append([]byte{0x7f, 0x01, 0x41}, sleb(int64(budget))...), 0x0b)}, // (mut i32) (i32.const Budget)
+		}
+	}
+
+	if placed {
 		w.params = make([]uint32, len(funcTypes))
+		w.results = make([][]byte, len(funcTypes))
 		for i, t := range funcTypes {
 			if uint64(t) >= uint64(len(typeParams)) {
 				fail(fmt.Sprintf("type index %d out of range", t))
 			}
-			w.params[i] = typeParams[t]
-		}
-		yield := append(append(append(leb(uint64(len(YieldModule))), YieldModule...), leb(uint64(len(YieldName)))...), YieldName...)
-		adds = []addition{
-			{secType, []byte{0x60, 0x00, 0x00}},                                          // (func)
-			{secImport, append(append(yield, 0x00), leb(uint64(types))...)},              // (import YieldModule YieldName (func (type T)))
-			{secGlobal, append(append([]byte{0x7f, 0x01, 0x41}, sleb(Budget)...), 0x0b)}, // (mut i32) (i32.const Budget)
+			w.params[i], w.results[i] = typeParams[t], typeResults[t]
 		}
 	}
-
+	w.place.w = &w
 	var outSecs []section
 	inserted := make([]bool, len(adds))
 	for _, s := range secs {
@@ -310,7 +317,7 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 	}
 	if w.remap {
 		// After the code section, wherever the name section is: label
-		// names need the loops instrumentCode counted.
+		// names need the checks instrumentCode inserted.
 		outSecs = w.remapNameSections(outSecs)
 	} else {
 		outSecs = dropMisreadNames(outSecs)
@@ -321,7 +328,7 @@ func InstrumentWith(wasm []byte, f Flag) (out []byte, err error) {
 		out = append(out, leb(uint64(len(s.body)))...)
 		out = append(out, s.body...)
 	}
-	return out, nil
+	return out, w.place.stats, nil
 }
 
 // dropMisreadNames drops a "name" custom section whose module, function or
@@ -531,7 +538,12 @@ func (w *rewriter) constExpr(r *reader) {
 // used by the original module, but would reach the added flag after the
 // rewrite.
 type rewriter struct {
+	// check: FlagGlobal's and FlagMemory's check (FlagBudget's depends
+	// on what it charges: appendCheck).
 	check []byte
+	// placed: the checks are placed by the analysis of place.go
+	// (FlagMemory, FlagBudget), not at entries and loop headers.
+	placed bool
 	// charge (FlagBudget): the code after a bulk instruction, which
 	// charges its length (in bulkLocal) to the budget.
 	charge []byte
@@ -542,18 +554,25 @@ type rewriter struct {
 	// so every function index from yield up moves up by one.
 	remap bool
 	yield uint32
-	// loops (FlagBudget), for each defined function, the label index of
-	// each loop, in order: label names move by the checks inserted before
-	// them. curLoops: the function being copied.
-	loops    [][]uint32
-	curLoops []uint32
-	// params (FlagBudget): each defined function's parameter count.
+	// ords (FlagBudget), for each defined function, the ord of each
+	// check inserted in it, in order (see edit): label names move by the
+	// checks inserted before them. curOrds: the function being copied.
+	ords    [][]uint32
+	curOrds []uint32
+	// place: the check placement (FlagMemory, FlagBudget).
+	place placer
+	// results (FlagMemory, FlagBudget): each defined function's result
+	// block type (nil for several results).
+	results [][]byte
+	// params: each defined function's parameter count.
 	// bulkLocal: the index of the i32 local the function being copied gets
 	// if it has a bulk instruction (usedBulk), to charge its length.
 	params    []uint32
 	bulkLocal uint32
 	usedBulk  bool
-	body      []byte // scratch
+	// budget (FlagBudget): the budget a yield resets (Budget).
+	budget int32
+	body   []byte // scratch
 }
 
 func (w *rewriter) global(idx uint32) {
@@ -578,8 +597,9 @@ func (w *rewriter) memArg(r *reader) {
 	w.memory(mem)
 }
 
-// instrumentCode rewrites the code section: the check at each function's
-// entry and after each loop's block type.
+// instrumentCode rewrites the code section: FlagGlobal puts the check at
+// each function's entry and after each loop's block type; FlagMemory and
+// FlagBudget place it as place.go says.
 func (w *rewriter) instrumentCode(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
@@ -597,9 +617,17 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 			locals += uint64(fr.u32())
 			fr.valType()
 		}
-		if w.remap {
+		switch {
+		case w.remap:
 			fn = w.instrumentBudgetFunction(d, fr, groups, groupsEnd, locals, fn)
-		} else {
+		case w.placed:
+			if d >= len(w.results) {
+				fail("more function bodies than functions")
+			}
+			w.place.placeFunction(fr.b[fr.pos:], w.results[d])
+			fn = append(fn, fr.b[:fr.pos]...)
+			fn = w.place.emit(fr.b[fr.pos:], fn)
+		default:
 			fn = append(fn, fr.b[:fr.pos]...)
 			fn = append(fn, w.check...)
 			fn = w.copyInstructions(fr, fn)
@@ -611,22 +639,11 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 }
 
 // copyInstructions copies a function's expression, adding check after each
-// loop header.
+// loop header (FlagGlobal).
 func (w *rewriter) copyInstructions(r *reader, out []byte) []byte {
-	var label uint32 // FlagBudget: the next label's index
-	w.curLoops = nil
 	for !r.done() {
 		start := r.pos
 		op := r.byte()
-		if w.remap {
-			switch op {
-			case 0x02, 0x03, 0x04, 0x06, 0x1f: // block loop if try try_table
-				if op == 0x03 {
-					w.curLoops = append(w.curLoops, label)
-				}
-				label++
-			}
-		}
 		switch {
 		case op == 0x03: // loop bt
 			r.blockType()
@@ -635,22 +652,6 @@ func (w *rewriter) copyInstructions(r *reader, out []byte) []byte {
 			continue
 		case op == 0x23 || op == 0x24: // global.get / global.set
 			w.global(r.u32())
-		case w.remap && (op == 0x10 || op == 0x12 || op == 0xd2): // call return_call ref.func
-			out = append(out, op)
-			out = append(out, leb(uint64(w.fn(r.u32())))...)
-			continue
-		case w.remap && op == 0xfc:
-			sub := r.u32()
-			w.fc(r, sub)
-			if !bulk(sub) {
-				break
-			}
-			w.usedBulk = true
-			out = append(out, 0x22) // local.tee: the length, on top of the stack
-			out = append(out, leb(uint64(w.bulkLocal))...)
-			out = append(out, r.b[start:r.pos]...)
-			out = append(out, w.charge...)
-			continue
 		default:
 			w.immediates(r, op)
 		}
@@ -667,7 +668,7 @@ func (w *rewriter) immediates(r *reader, op byte) {
 	case op == 0x02, op == 0x04, op == 0x06: // block if try
 		r.blockType()
 	case op == 0x07, op == 0x08, op == 0x09, op == 0x0c, op == 0x0d, op == 0x10, op == 0x12,
-		op == 0x14, op == 0x15, op == 0x18, op == 0xd4, op == 0xd6: // tag/label/func/type index
+		op == 0x14, op == 0x15, op == 0x18, op == 0xd5, op == 0xd6: // tag/label/func/type index
 		r.u32()
 	case op == 0x0e: // br_table
 		for n := r.u32(); n > 0; n-- {
@@ -711,7 +712,7 @@ func (w *rewriter) immediates(r *reader, op byte) {
 	case op >= 0x45 && op <= 0xc4: // numeric, sign extension
 	case op == 0xd0: // ref.null ht
 		r.s64()
-	case op == 0xd1, op == 0xd3, op == 0xd5: // ref.is_null, ref.as_non_null, ref.eq
+	case op == 0xd1, op == 0xd3, op == 0xd4: // ref.is_null, ref.eq, ref.as_non_null
 	case op == 0xd2: // ref.func
 		r.u32()
 	case op == 0xfc:

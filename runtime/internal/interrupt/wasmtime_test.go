@@ -173,3 +173,95 @@ func TestWasmtimeFixtures(t *testing.T) {
 	}
 	t.Logf("%d fixtures", n)
 }
+
+// TestWasmtimeShapesInterrupt: every hostile shape (shapes_test.go), in
+// wasmtime with FlagMemory, stops within stopLimit of the flag being set,
+// a second into its spin; and computes what it computes uninstrumented.
+// (A wasmtime call is a cgo call, which a Go collection does not wait for:
+// only the interrupt's latency is at stake.)
+func TestWasmtimeShapesInterrupt(t *testing.T) {
+	// wasmtime's stack holds ~10^4 frames; Cranelift takes ~40 s over the
+	// million-instruction function, so a tenth of it (still far beyond
+	// maxRegion).
+	names, all := sortedShapes(200, 10)
+	engine := wasmtime.NewEngine()
+	defer engine.Close()
+	for _, name := range names {
+		m := all[name]
+		t.Run(name, func(t *testing.T) {
+			wasm := m.bytes()
+			out, err := InstrumentWith(wasm, FlagMemory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The same results, with the flag clear.
+			var want []int64
+			for _, b := range [][]byte{wasm, out} {
+				mod, err := wasmtime.NewModule(engine, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				store := wasmtime.NewStore(engine)
+				inst, err := wasmtime.NewInstance(store, mod, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := inst.GetFunc(store, "run").Call(store, int32(m.rounds))
+				store.Close()
+				mod.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, res.(int64))
+			}
+			if want[0] != want[1] {
+				t.Fatalf("run(%d) = %d instrumented, %d as it is", m.rounds, want[1], want[0])
+			}
+
+			mod, err := wasmtime.NewModule(engine, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mod.Close()
+			store := wasmtime.NewStore(engine)
+			inst, err := wasmtime.NewInstance(store, mod, nil)
+			if err != nil {
+				store.Close()
+				t.Fatal(err)
+			}
+			mem := flagMemory(t, store, inst)
+			spin := inst.GetFunc(store, "spin")
+			flags := make(chan *uint32)
+			done := make(chan error, 1)
+			go func() {
+				flags <- (*uint32)(mem.Data(store))
+				_, err := spin.Call(store)
+				done <- err
+			}()
+			flag := <-flags
+			time.Sleep(time.Second)
+			select {
+			case err := <-done:
+				t.Fatalf("the spin returned before the flag was set: %v", err)
+			default:
+			}
+			atomic.StoreUint32(flag, 1)
+			set := time.Now()
+			select {
+			case err := <-done:
+				stopped := time.Since(set)
+				store.Close()
+				var trap *wasmtime.Trap
+				if !errors.As(err, &trap) {
+					t.Fatalf("want a trap, got %v", err)
+				}
+				t.Logf("stopped %v after the flag", stopped)
+				if stopped > stopLimit {
+					t.Errorf("stopped %v after the flag, want within %v", stopped, stopLimit)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the spin did not stop within 10s of the flag (its store is leaked)")
+			}
+		})
+	}
+}
