@@ -11,8 +11,9 @@ import (
 )
 
 // Deadlines the same way on every engine: modules are instrumented at load
-// (package internal/interrupt) to check a flag at every function entry and
-// loop header, and a call that outlives its context has the flag set by
+// (package internal/interrupt) with checks no execution path can run long
+// without meeting, every host function call is one too, and a call that
+// outlives its context has the instance interrupted by
 // context.AfterFunc — no goroutine per call, no timer beyond the context's
 // own — or, for a context without a deadline, by the instance's reusable
 // timer. The instance is discarded afterwards: its flag is set and its
