@@ -183,7 +183,8 @@ FUZZ_TARGETS := \
 	./hostfuncs:FuzzHTTPRequest ./hostfuncs:FuzzHTTPAllow ./hostfuncs:FuzzInternalAddr \
 	./hostfuncs:FuzzConfigVar ./hostfuncs:FuzzMachineUpdate ./hostfuncs:FuzzPVList \
 	./hostfuncs:FuzzLog ./hostfuncs:FuzzInput ./hostfuncs:FuzzHostArgs \
-	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument
+	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument \
+	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker
 .PHONY: fuzz-smoke
 fuzz-smoke:
 	@set -e; for t in $(FUZZ_TARGETS); do \

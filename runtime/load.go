@@ -17,6 +17,7 @@ import (
 	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
+	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
 )
 
 // LoadOption configures Load and LoadBytes.
@@ -106,7 +107,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	// with what is granted.
 	probe, err := p.instantiate(ctx, moduleConfig(0))
 	if err != nil {
-		return nil, loadDeadline(ctx, "starting the first instance", err)
+		return nil, err
 	}
 	declared := probe.declared
 	if declared&^abi.AllCapabilities != 0 {
@@ -135,7 +136,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	}
 	if err := p.pool.Warm(ctx, policy.Prewarm); err != nil {
 		_ = p.pool.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("pre-warming instances: %w", loadDeadline(ctx, "pre-warming instances", err))
+		return nil, fmt.Errorf("pre-warming instances: %w", err)
 	}
 	logger.Info("provider loaded", "engine", r.engine.Name(), "sha256", sum, "size", size,
 		"capabilities", granted.Names(), "pool", policy.PoolSize)
@@ -163,9 +164,19 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 	}
 }
 
-// compile compiles wasm on the runtime's engine with the policy's memory
-// limit and the wasmprov_v1 host functions.
+// compile checks wasm against the host's limits (package precheck: before
+// any compiler or the instrumenter sees it, so a compile bomb is refused in
+// microseconds instead of taking minutes and gigabytes) and compiles it on
+// the runtime's engine with the policy's memory limit and the wasmprov_v1
+// host functions.
 func (r *Runtime) compile(ctx context.Context, wasm []byte, policy Policy) (engine.Module, error) {
+	wasm, err := precheck.Check(wasm, precheck.Limits{MaxTableEntries: int(policy.MaxTableEntries)})
+	switch {
+	case errors.Is(err, precheck.ErrMalformed):
+		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", ErrInvalidModule, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
+	}
 	mod, err := r.engine.Compile(ctx, wasm, engine.ModuleConfig{
 		MemoryLimitPages: policy.MemoryLimitMiB * 16, // 64 KiB pages
 		Interruptible:    r.cfg.interruptible,
@@ -314,6 +325,11 @@ func (p *Provider) instantiate(ctx context.Context, cfg engine.InstanceConfig) (
 	// clock) must not hang a call without a deadline.
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(p.policy.LoadTimeout))
 	defer cancel()
+	inst, err := p.startInstance(ctx, cfg)
+	return inst, loadDeadline(ctx, "starting an instance", err)
+}
+
+func (p *Provider) startInstance(ctx context.Context, cfg engine.InstanceConfig) (*guestInstance, error) {
 	// Each instance writes to logs of its own, so the output cap of one
 	// flooding instance does not silence the others.
 	cfg.Stdout = newGuestOutput(p.logger, slog.LevelInfo, "stdout")

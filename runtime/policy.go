@@ -62,7 +62,8 @@ type Policy struct {
 	// (instantiation, _initialize and the ABI exports) — at load and
 	// whenever the pool starts a new instance (default 2m).
 	LoadTimeout Duration `json:"loadTimeout,omitempty"`
-	// MaxTableEntries caps each table of an instance (default 100000):
+	// MaxTableEntries caps each table of an instance (default 262144, 2 MiB
+	// of pointers; the largest real guest's table has 13,854 entries):
 	// a table is host memory (a pointer per entry) that the linear memory
 	// limit does not count.
 	MaxTableEntries uint32 `json:"maxTableEntries,omitempty"`
@@ -81,7 +82,7 @@ const (
 	DefaultCallTimeout         = 2 * time.Minute
 	DefaultMaxCallsPerInstance = 10000
 	DefaultLoadTimeout         = 2 * time.Minute
-	DefaultMaxTableEntries     = 100000
+	DefaultMaxTableEntries     = 262144
 )
 
 func (p Policy) withDefaults() Policy {

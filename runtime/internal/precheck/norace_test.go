@@ -1,0 +1,5 @@
+//go:build !race
+
+package precheck
+
+const raceEnabled = false

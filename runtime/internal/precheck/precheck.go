@@ -1,0 +1,461 @@
+// Package precheck looks at an untrusted WebAssembly module before
+// anything compiles or instruments it, in one linear pass that allocates
+// nothing per item it reads, and refuses the modules that would cost the
+// host more than a provider ever needs: too large, too many of anything,
+// functions too deep, too long or with too many locals, loops or br_table
+// targets (the compile bombs), and the features a provider has no use for
+// and the host cannot bound (a start function, imports other than
+// functions, shared, 64-bit or several memories, 64-bit tables). It also
+// gives every table a maximum, so table.grow cannot take the host's
+// memory past MaxTableEntries entries a table.
+//
+// Check returns the module to compile (the input itself unless a table
+// needed a maximum) or an error: one wrapping ErrRejected (a *Rejection,
+// naming the limit) or one wrapping ErrMalformed (the module does not
+// decode). Both mean the module is invalid for the host.
+package precheck
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+)
+
+// Stats are what a module has, for each limit: the counts, and for the
+// per-function and per-table limits the largest value in any function or
+// table.
+type Stats struct {
+	ModuleBytes       int
+	Types             int
+	MaxTypeParams     int
+	MaxTypeResults    int
+	Imports           int
+	Functions         int
+	Tables            int
+	Tags              int
+	Globals           int
+	Exports           int
+	ElementSegments   int
+	Elements          int
+	DataSegments      int
+	DataBytes         int
+	MaxTableMin       int // the largest initial table size
+	MaxFunctionBytes  int
+	MaxLocals         int
+	MaxNesting        int
+	MaxBrTableTargets int
+	MaxLoops          int
+	MaxInstructions   int
+	MaxFlowUnits      int // the most control-flow units in one function
+	FlowWork          int // the sum over the functions of their units squared
+	BulkInstructions  int // bulk memory and table instructions and memory.grow over the module
+	FlowUnits         int // control-flow units over the module
+	TablesRewritten   int // tables with no maximum (Check: or one above MaxTableEntries), which Check gives one
+}
+
+// Check checks wasm against l (zero fields: DefaultLimits) and returns
+// the module to compile: wasm itself, not a copy, unless a table has no
+// maximum or one above MaxTableEntries, which the returned copy sets to
+// MaxTableEntries.
+func Check(wasm []byte, l Limits) ([]byte, error) {
+	c := checker{l: l.withDefaults(), wasm: wasm}
+	if err := c.run(); err != nil {
+		return nil, err
+	}
+	if len(c.rewrites) == 0 {
+		return wasm, nil
+	}
+	return c.rewriteTables(), nil
+}
+
+// Measure returns what wasm has for each limit, checking none (it still
+// refuses a module that does not decode, and the rules that are not
+// numbers: a start section, a non-function import, a shared, 64-bit or
+// second memory, a 64-bit table).
+func Measure(wasm []byte) (Stats, error) {
+	c := checker{l: unlimited, wasm: wasm}
+	err := c.run()
+	return c.st, err
+}
+
+var unlimited = Limits{
+	MaxModuleBytes: math.MaxInt, MaxTypes: math.MaxInt, MaxTypeParams: math.MaxInt, MaxTypeResults: math.MaxInt,
+	MaxImports: math.MaxInt, MaxFunctions: math.MaxInt, MaxTables: math.MaxInt, MaxTags: math.MaxInt,
+	MaxGlobals: math.MaxInt, MaxExports: math.MaxInt, MaxElementSegments: math.MaxInt, MaxElements: math.MaxInt,
+	MaxDataSegments: math.MaxInt, MaxDataBytes: math.MaxInt, MaxTableEntries: math.MaxInt,
+	MaxFunctionBytes: math.MaxInt, MaxLocals: math.MaxInt, MaxNesting: math.MaxInt,
+	MaxBrTableTargets: math.MaxInt, MaxLoops: math.MaxInt, MaxInstructions: math.MaxInt,
+	MaxFlowUnits: math.MaxInt, MaxFlowWork: math.MaxInt, MaxBulkInstructions: math.MaxInt, MaxModuleFlowUnits: math.MaxInt,
+}
+
+type checker struct {
+	l    Limits
+	wasm []byte
+	st   Stats
+
+	// typeParams: each type's parameter count (at most MaxTypes).
+	typeParams []uint32
+	// funcs: the function section, read in step with the code section.
+	funcs     wasmbin.Reader
+	nFuncs    uint32
+	importFns uint32
+	codeSeen  bool
+	memories  int
+	haveNames bool
+	flowWork  uint64
+	bulk      uint64 // bulk memory and table instructions, memory.grow
+	flowTotal uint64
+
+	tableSec wasmbin.Section
+	rewrites []wasmbin.Limits // tables to give MaxTableEntries as maximum
+}
+
+// exceed returns the rejection for a limit exceeded.
+func exceed(limit string, value uint64, max int, offset int, where, what string) error {
+	return &Rejection{Limit: limit, Value: value, Max: uint64(max), Where: where, Offset: offset, What: what}
+}
+
+func refuse(rule string, offset int, where, what string) error {
+	return &Rejection{Limit: rule, Where: where, Offset: offset, What: what}
+}
+
+func at(what string, offset int) string { return fmt.Sprintf("%s (at offset 0x%x)", what, offset) }
+
+// count checks a section's item count against a limit.
+func (c *checker) count(limit string, n uint64, max int, s *wasmbin.Section, noun string) error {
+	if n > uint64(max) {
+		return exceed(limit, n, max, s.Offset, at("the "+wasmbin.SectionIDName(s.ID)+" section", s.Offset),
+			fmt.Sprintf("declares %d %s", n, noun))
+	}
+	return nil
+}
+
+func (c *checker) run() error {
+	if len(c.wasm) > c.l.MaxModuleBytes {
+		return exceed("MaxModuleBytes", uint64(len(c.wasm)), c.l.MaxModuleBytes, 0, "the module",
+			fmt.Sprintf("has %d bytes", len(c.wasm)))
+	}
+	c.st.ModuleBytes = len(c.wasm)
+	secs, err := wasmbin.NewSections(c.wasm)
+	if err != nil {
+		return err
+	}
+	var s wasmbin.Section
+	for {
+		ok, err := secs.Next(&s)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if err := c.section(&s); err != nil {
+			return err
+		}
+	}
+	if c.nFuncs > 0 && !c.codeSeen {
+		return malformed(len(c.wasm), "%d functions declared but no code section", c.nFuncs)
+	}
+	return nil
+}
+
+func (c *checker) section(s *wasmbin.Section) error {
+	r := s.Reader()
+	var err error
+	switch s.ID {
+	case wasmbin.SectionIDCustom:
+		return c.custom(s)
+	case wasmbin.SectionIDType:
+		err = c.types(s, &r)
+	case wasmbin.SectionIDImport:
+		err = c.imports(s, &r)
+	case wasmbin.SectionIDFunction:
+		err = c.functions(s, &r)
+	case wasmbin.SectionIDTable:
+		err = c.tables(s, &r)
+	case wasmbin.SectionIDMemory:
+		err = c.memoriesSection(s, &r)
+	case wasmbin.SectionIDTag:
+		err = c.tags(s, &r)
+	case wasmbin.SectionIDGlobal:
+		err = c.globals(s, &r)
+	case wasmbin.SectionIDExport:
+		err = c.exports(s, &r)
+	case wasmbin.SectionIDStart:
+		idx, _ := r.U32()
+		return refuse("NoStartSection", s.Offset, at("the start section", s.Offset),
+			fmt.Sprintf("names function %d: a start function runs inside instantiation, where the host cannot put it under the call deadline (providers are WASI reactors, initialised by _initialize)", idx))
+	case wasmbin.SectionIDElement:
+		err = c.elements(s, &r)
+	case wasmbin.SectionIDDataCount:
+		_, err = r.U32()
+	case wasmbin.SectionIDCode:
+		err = c.code(s, &r)
+	case wasmbin.SectionIDData:
+		err = c.data(s, &r)
+	}
+	if err != nil {
+		return err
+	}
+	if !r.Done() {
+		return malformed(r.Offset(), "%d bytes left at the end of the %s section", r.Len(), wasmbin.SectionIDName(s.ID))
+	}
+	return nil
+}
+
+func (c *checker) types(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(3)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxTypes", uint64(n), c.l.MaxTypes, s, "types"); err != nil {
+		return err
+	}
+	c.st.Types = int(n)
+	c.typeParams = make([]uint32, n)
+	for i := range c.typeParams {
+		off := r.Offset()
+		ft, err := r.ReadFuncType()
+		if err != nil {
+			return err
+		}
+		where := func() string { return at(fmt.Sprintf("type %d", i), off) }
+		if int64(ft.Params) > int64(c.l.MaxTypeParams) {
+			return exceed("MaxTypeParams", uint64(ft.Params), c.l.MaxTypeParams, off, where(), fmt.Sprintf("has %d parameters", ft.Params))
+		}
+		if int64(ft.Results) > int64(c.l.MaxTypeResults) {
+			return exceed("MaxTypeResults", uint64(ft.Results), c.l.MaxTypeResults, off, where(), fmt.Sprintf("has %d results", ft.Results))
+		}
+		c.st.MaxTypeParams = max(c.st.MaxTypeParams, int(ft.Params))
+		c.st.MaxTypeResults = max(c.st.MaxTypeResults, int(ft.Results))
+		c.typeParams[i] = ft.Params
+	}
+	return nil
+}
+
+// typeIndex checks a type index of item i of a kind ("function",
+// "import", "tag").
+func (c *checker) typeIndex(idx uint32, offset int, kind string, i uint32) error {
+	if uint64(idx) >= uint64(len(c.typeParams)) {
+		return malformed(offset, "%s %d has type index %d, but the module has %d types", kind, i, idx, len(c.typeParams))
+	}
+	return nil
+}
+
+func (c *checker) imports(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(4)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxImports", uint64(n), c.l.MaxImports, s, "imports"); err != nil {
+		return err
+	}
+	c.st.Imports = int(n)
+	for i := uint32(0); i < n; i++ {
+		im, err := r.ReadImport()
+		if err != nil {
+			return err
+		}
+		if im.Kind != wasmbin.ExternFunc {
+			return refuse("FunctionImportsOnly", im.Offset, at(fmt.Sprintf("import %d", i), im.Offset),
+				fmt.Sprintf("imports %s %q from %q: the host provides functions only", wasmbin.ExternKindName(im.Kind), im.Name, im.Module))
+		}
+		if err := c.typeIndex(im.Index, im.Offset, "import", i); err != nil {
+			return err
+		}
+		c.importFns++
+	}
+	return nil
+}
+
+func (c *checker) functions(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(1)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxFunctions", uint64(n), c.l.MaxFunctions, s, "functions"); err != nil {
+		return err
+	}
+	c.st.Functions = int(n)
+	c.nFuncs = n
+	c.funcs = *r // read again in step with the code section
+	for i := uint32(0); i < n; i++ {
+		off := r.Offset()
+		t, err := r.U32()
+		if err != nil {
+			return err
+		}
+		if err := c.typeIndex(t, off, "function", c.importFns+i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checker) tables(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(3)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxTables", uint64(n), c.l.MaxTables, s, "tables"); err != nil {
+		return err
+	}
+	c.st.Tables = int(n)
+	c.tableSec = *s
+	for i := uint32(0); i < n; i++ {
+		t, err := r.ReadTable()
+		if err != nil {
+			return err
+		}
+		lim := t.Type.Limits
+		where := at(fmt.Sprintf("table %d", i), t.Offset)
+		if lim.Is64() {
+			return refuse("NoTable64", t.Offset, where, "has 64-bit indices (memory64's table64), which the host does not support")
+		}
+		if lim.Min > uint64(c.l.MaxTableEntries) {
+			return exceed("MaxTableEntries", lim.Min, c.l.MaxTableEntries, t.Offset, where,
+				fmt.Sprintf("has an initial size of %d entries", lim.Min))
+		}
+		c.st.MaxTableMin = max(c.st.MaxTableMin, int(lim.Min))
+		if !lim.HasMax() || lim.Max > uint64(c.l.MaxTableEntries) {
+			c.rewrites = append(c.rewrites, lim)
+			c.st.TablesRewritten++
+		}
+	}
+	return nil
+}
+
+func (c *checker) memoriesSection(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(2)
+	if err != nil {
+		return err
+	}
+	for i := uint32(0); i < n; i++ {
+		off := r.Offset()
+		lim, err := r.ReadLimits()
+		if err != nil {
+			return err
+		}
+		where := at(fmt.Sprintf("memory %d", i), off)
+		switch {
+		case i > 0:
+			return refuse("SingleMemory", off, where, "is a second memory (multi-memory): a provider has one")
+		case lim.Shared():
+			return refuse("NoSharedMemory", off, where, "is shared (threads): a provider runs single-threaded, and a wait on a shared memory can block past the call deadline")
+		case lim.Is64():
+			return refuse("NoMemory64", off, where, "has 64-bit indices (memory64), which the host does not support")
+		}
+		c.memories++
+	}
+	return nil
+}
+
+func (c *checker) tags(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(2)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxTags", uint64(n), c.l.MaxTags, s, "tags"); err != nil {
+		return err
+	}
+	c.st.Tags = int(n)
+	for i := uint32(0); i < n; i++ {
+		off := r.Offset()
+		t, err := r.ReadTagType()
+		if err != nil {
+			return err
+		}
+		if err := c.typeIndex(t, off, "tag", i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checker) globals(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(3)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxGlobals", uint64(n), c.l.MaxGlobals, s, "globals"); err != nil {
+		return err
+	}
+	c.st.Globals = int(n)
+	for i := uint32(0); i < n; i++ {
+		if _, err := r.ReadGlobalType(); err != nil {
+			return err
+		}
+		if _, _, err := r.ReadConstExpr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checker) exports(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(3)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxExports", uint64(n), c.l.MaxExports, s, "exports"); err != nil {
+		return err
+	}
+	c.st.Exports = int(n)
+	for i := uint32(0); i < n; i++ {
+		if _, err := r.ReadExport(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checker) elements(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(3)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxElementSegments", uint64(n), c.l.MaxElementSegments, s, "element segments"); err != nil {
+		return err
+	}
+	c.st.ElementSegments = int(n)
+	var total uint64
+	for i := uint32(0); i < n; i++ {
+		seg, err := r.ReadElementSegment()
+		if err != nil {
+			return err
+		}
+		total += uint64(seg.Count)
+		if total > uint64(c.l.MaxElements) {
+			return exceed("MaxElements", total, c.l.MaxElements, seg.Offset, at(fmt.Sprintf("element segment %d", i), seg.Offset),
+				fmt.Sprintf("brings the elements to %d", total))
+		}
+	}
+	c.st.Elements = int(total)
+	return nil
+}
+
+func (c *checker) data(s *wasmbin.Section, r *wasmbin.Reader) error {
+	n, err := r.VecCount(2)
+	if err != nil {
+		return err
+	}
+	if err := c.count("MaxDataSegments", uint64(n), c.l.MaxDataSegments, s, "data segments"); err != nil {
+		return err
+	}
+	c.st.DataSegments = int(n)
+	var total uint64
+	for i := uint32(0); i < n; i++ {
+		seg, err := r.ReadDataSegment()
+		if err != nil {
+			return err
+		}
+		total += uint64(len(seg.Init))
+		if total > uint64(c.l.MaxDataBytes) {
+			return exceed("MaxDataBytes", total, c.l.MaxDataBytes, seg.Offset, at(fmt.Sprintf("data segment %d", i), seg.Offset),
+				fmt.Sprintf("brings the data to %d bytes", total))
+		}
+	}
+	c.st.DataBytes = int(total)
+	return nil
+}
