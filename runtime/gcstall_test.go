@@ -11,10 +11,10 @@ import (
 
 // TestSpinningGuestAndGC measures how long a garbage collection of the host
 // waits while a guest computes without calling the host. On wasmtime the
-// guest runs inside a cgo call, which a stop-the-world does not wait for:
-// the collection must finish promptly. On wazero it waits for the guest's
-// deadline — the known limitation in docs/SECURITY.md — which the test
-// reports but cannot change.
+// guest runs inside a cgo call, which a stop-the-world does not wait for;
+// on wazero the instrumented guest yields to the Go scheduler every half
+// millisecond or so of work. Either way the collection finishes promptly
+// (TestDeadlineSlack holds harder guests to 100 ms).
 func TestSpinningGuestAndGC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spins a guest for a second")
@@ -38,7 +38,7 @@ func TestSpinningGuestAndGC(t *testing.T) {
 		t.Fatalf("the spinning call ended with %v, want a timeout", err)
 	}
 	t.Logf("%s: a GC during a %s guest spin took %s", rt.Engine(), spin, stall)
-	if rt.Engine() == runtime.EngineWasmtime && stall > spin/2 {
-		t.Errorf("on wasmtime a GC waited %s for a spinning guest", stall)
+	if stall > maxGCPause {
+		t.Errorf("a GC waited %s for a spinning guest", stall)
 	}
 }

@@ -37,7 +37,7 @@ type ModuleConfig struct {
 	// MemoryLimitPages caps each instance's linear memory (64 KiB pages).
 	MemoryLimitPages uint32
 	// Interruptible instruments the module so Instance.Interrupt stops a
-	// running call at its next loop header or function entry.
+	// running call at its next check or host function call.
 	Interruptible bool
 	// HostFunctions are the wasmprov_v1 imports (hostfuncs.Functions).
 	HostFunctions []hostfuncs.Function

@@ -10,12 +10,19 @@
 //     Modules are instead instrumented to check word 0 of an added one-page
 //     memory (interrupt.FlagMemory); wasmtime never moves a memory's base,
 //     so Interrupt stores to it from any goroutine.
-//   - WASI. wasmtime's WASI serves the guest, but the functions through
-//     which a guest could reach the host's clock, randomness, sleep or
-//     terminal are shadowed: fd_write goes to the instance's writers,
-//     clock_time_get and random_get are fake unless granted, and
-//     poll_oneoff sleeps only when the clock is granted, and then no longer
-//     than the call's context allows.
+//   - WASI. wasmtime's WASI is not used at all: wasmprov's own (package
+//     wasip1), which the wazero engine binds too, serves the guest, so a
+//     guest sees the same errnos, fakes and memory effects on both engines.
+//     An instance is a store whose imports are created for it, in import
+//     order (no linker): only the functions the module imports.
+//   - Host calls are interruption points: once Interrupt was called, every
+//     host function traps instead of running, and a sleeping poll_oneoff
+//     wakes up.
+//   - Features: the proposals wazero enables by default, plus multi-memory;
+//     threads off (an atomic wait could block past any deadline).
+//   - Compiling cannot be cancelled in wasmtime, so it runs on a goroutine:
+//     Compile returns at its context's deadline, and a module compiled for
+//     no one is released when it is done.
 //   - Compiled code is cached in memory per engine and, with a cache
 //     directory, on disk as wasmtime's serialized modules, keyed by the
 //     instrumented module's SHA-256 and the wasmtime-go version.

@@ -11,11 +11,15 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bytecodealliance/wasmtime-go/v37"
+	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
+	"github.com/wasmprov/wasmprov/runtime/internal/wasip1"
 )
 
 // cacheVersion names the on-disk cache's subdirectory: serialized modules
@@ -29,12 +33,19 @@ type Engine struct {
 
 	mu      sync.Mutex
 	modules map[string]*shared // by SHA-256 of the (instrumented) module
+	builds  sync.WaitGroup     // compiles in flight, which Close waits for
+	// live counts the wasmtime modules not yet closed (for tests: an
+	// abandoned compile must not leak its module).
+	live atomic.Int64
 }
 
-// shared is a compiled module used by one or more engine.Modules.
+// shared is a compiled module used by one or more engine.Modules, or being
+// compiled for the callers waiting on done.
 type shared struct {
+	done chan struct{} // closed when mod or err is set
 	mod  *wasmtime.Module
-	refs int
+	err  error
+	refs int // holders and waiters
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -43,7 +54,7 @@ var _ engine.Engine = (*Engine)(nil)
 // not empty).
 func New(cacheDir string) (*Engine, error) {
 	cfg := wasmtime.NewConfig()
-	cfg.SetWasmMultiMemory(true) // the interrupt flag's memory
+	setFeatures(cfg)
 	cfg.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
 	e := &Engine{eng: wasmtime.NewEngineWithConfig(cfg), modules: map[string]*shared{}}
 	if cacheDir != "" {
@@ -55,19 +66,54 @@ func New(cacheDir string) (*Engine, error) {
 	return e, nil
 }
 
+// setFeatures enables the WebAssembly proposals wazero v1.12.0 enables by
+// default (api.CoreFeaturesV2: mutable globals, bulk memory, multi-value,
+// non-trapping float-to-int conversions, reference types, sign extension,
+// SIMD), so both engines accept the same modules, plus multi-memory, which
+// the interrupt flag's memory needs. Everything wasmtime-go can switch off
+// is off — threads above all: a shared memory's memory.atomic.wait32 blocks
+// in the engine, where no interrupt reaches it. (Non-trapping conversions,
+// sign extension and mutable globals cannot be switched off in wasmtime;
+// neither can extended constant expressions, which wasmtime accepts and
+// wazero does not.)
+func setFeatures(cfg *wasmtime.Config) {
+	cfg.SetWasmBulkMemory(true)
+	cfg.SetWasmMultiValue(true)
+	cfg.SetWasmReferenceTypes(true)
+	cfg.SetWasmSIMD(true)
+	cfg.SetWasmMultiMemory(true) // the interrupt flag's memory
+
+	cfg.SetWasmThreads(false)
+	cfg.SetWasmRelaxedSIMD(false)
+	cfg.SetWasmMemory64(false)
+	cfg.SetWasmTailCall(false)
+	cfg.SetWasmFunctionReferences(false)
+	cfg.SetWasmGC(false)
+	cfg.SetWasmWideArithmetic(false)
+}
+
 // Name implements engine.Engine.
 func (*Engine) Name() string { return "wasmtime" }
 
-// Close implements engine.Engine.
+// Close implements engine.Engine. It waits for compiles still running for
+// callers that gave up on them: they use the engine.
 func (e *Engine) Close(context.Context) error {
+	e.builds.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k, s := range e.modules {
-		s.mod.Close()
+		if s.mod != nil {
+			e.closeModule(s.mod)
+		}
 		delete(e.modules, k)
 	}
 	e.eng.Close()
 	return nil
+}
+
+func (e *Engine) closeModule(m *wasmtime.Module) {
+	m.Close()
+	e.live.Add(-1)
 }
 
 // Compile implements engine.Engine.
@@ -83,44 +129,93 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 	}
 	sum := sha256.Sum256(wasm)
 	key := hex.EncodeToString(sum[:])
-	mod, err := e.acquire(key, wasm)
+	s, err := e.acquire(ctx, key, wasm)
 	if err != nil {
 		return nil, err
 	}
-	return newModule(e, key, mod, cfg), nil
+	return newModule(e, key, s, cfg), nil
 }
 
 // acquire returns the compiled module for key: shared in memory, else
-// deserialized from the disk cache, else compiled (and cached).
-func (e *Engine) acquire(key string, wasm []byte) (*wasmtime.Module, error) {
+// deserialized from the disk cache, else compiled (and cached). wasmtime
+// cannot cancel a compile, so it runs on a goroutine of its own and acquire
+// gives up on it when ctx ends, returning ctx's error; the compile goes on
+// and, if no one wants its module by then, releases it (the disk cache
+// still gets it: the next load will want it).
+func (e *Engine) acquire(ctx context.Context, key string, wasm []byte) (*shared, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if s, ok := e.modules[key]; ok {
-		s.refs++
-		return s.mod, nil
-	}
-	mod := e.loadCached(key)
-	if mod == nil {
-		var err error
-		if mod, err = wasmtime.NewModule(e.eng, wasm); err != nil {
-			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
-		}
-		e.storeCached(key, mod)
-	}
-	e.modules[key] = &shared{mod: mod, refs: 1}
-	return mod, nil
-}
-
-func (e *Engine) release(key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	s, ok := e.modules[key]
 	if !ok {
+		s = &shared{done: make(chan struct{})}
+		e.modules[key] = s
+		e.builds.Add(1)
+		go e.build(key, s, slices.Clone(wasm)) // the caller may reuse wasm once it gives up
+	}
+	s.refs++
+	e.mu.Unlock()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		e.unref(key, s)
+		return nil, fmt.Errorf("compiling module: %w", ctx.Err())
+	}
+	if s.err != nil {
+		e.unref(key, s)
+		return nil, s.err
+	}
+	return s, nil
+}
+
+// build compiles (or loads) the module of s and hands it to its waiters.
+func (e *Engine) build(key string, s *shared, wasm []byte) {
+	defer e.builds.Done()
+	mod := e.loadCached(key)
+	var err error
+	if mod == nil {
+		if mod, err = wasmtime.NewModule(e.eng, wasm); err != nil {
+			err = fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+		} else {
+			e.storeCached(key, mod)
+		}
+	}
+	if mod != nil {
+		e.live.Add(1)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s.mod, s.err = mod, err
+	close(s.done)
+	if err != nil || s.refs == 0 {
+		// A failed compile is not kept (the next attempt compiles again);
+		// one nobody waits for any more is released.
+		if e.modules[key] == s {
+			delete(e.modules, key)
+		}
+		if mod != nil && s.refs == 0 {
+			e.closeModule(mod)
+			s.mod = nil
+		}
+	}
+}
+
+// unref drops a reference to s; the last one closes its module.
+func (e *Engine) unref(key string, s *shared) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.refs--; s.refs > 0 {
 		return
 	}
-	if s.refs--; s.refs == 0 {
-		s.mod.Close()
+	select {
+	case <-s.done:
+	default:
+		return // still compiling: build releases it
+	}
+	if e.modules[key] == s {
 		delete(e.modules, key)
+	}
+	if s.mod != nil {
+		e.closeModule(s.mod)
+		s.mod = nil
 	}
 }
 
@@ -157,16 +252,22 @@ func (e *Engine) storeCached(key string, mod *wasmtime.Module) {
 type module struct {
 	engine  *Engine
 	key     string
+	shared  *shared
 	mod     *wasmtime.Module
 	cfg     engine.ModuleConfig
 	exports map[string]engine.Signature
 	mems    []string
 	imports []engine.Import
-	once    sync.Once
+	// binds are the host functions of the module's imports, in import
+	// order, resolved once (nil where nothing serves an import: the
+	// instantiation fails).
+	binds []*binding
+	once  sync.Once
 }
 
-func newModule(e *Engine, key string, mod *wasmtime.Module, cfg engine.ModuleConfig) *module {
-	m := &module{engine: e, key: key, mod: mod, cfg: cfg, exports: map[string]engine.Signature{}}
+func newModule(e *Engine, key string, s *shared, cfg engine.ModuleConfig) *module {
+	mod := s.mod
+	m := &module{engine: e, key: key, shared: s, mod: mod, cfg: cfg, exports: map[string]engine.Signature{}}
 	for _, ex := range mod.Exports() {
 		t := ex.Type()
 		switch {
@@ -178,14 +279,46 @@ func newModule(e *Engine, key string, mod *wasmtime.Module, cfg engine.ModuleCon
 			}
 		}
 	}
+	wasi := map[string]wasip1.Function{}
+	for _, f := range wasip1.Functions() {
+		wasi[f.Name] = f
+	}
+	host := map[string]hostfuncs.Function{}
+	for _, f := range cfg.HostFunctions {
+		host[f.Name] = f
+	}
 	for _, im := range mod.Imports() {
 		ft := im.Type().FuncType()
 		if ft == nil || im.Name() == nil {
+			m.binds = append(m.binds, &binding{module: im.Module(), name: derefName(im.Name())})
 			continue
 		}
-		m.imports = append(m.imports, engine.Import{Module: im.Module(), Name: *im.Name(), Signature: signatureOf(ft)})
+		name := *im.Name()
+		m.imports = append(m.imports, engine.Import{Module: im.Module(), Name: name, Signature: signatureOf(ft)})
+		b := &binding{module: im.Module(), name: name}
+		switch im.Module() {
+		case wasip1.ModuleName:
+			if f, ok := wasi[name]; ok {
+				b.wasi, b.params, b.results = f.Fn, f.Params, f.Results
+			}
+		case abi.ModuleName:
+			if f, ok := host[name]; ok {
+				b.host, b.params, b.results = f.Fn, f.Params, f.Results
+			}
+		}
+		if b.wasi != nil || b.host != nil {
+			b.ty = funcType(b.params, b.results)
+		}
+		m.binds = append(m.binds, b)
 	}
 	return m
+}
+
+func derefName(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 func signatureOf(ft *wasmtime.FuncType) engine.Signature {
@@ -242,6 +375,6 @@ func (m *module) ExportedMemories() []string { return slices.Clone(m.mems) }
 func (m *module) ImportedFunctions() []engine.Import { return slices.Clone(m.imports) }
 
 func (m *module) Close(context.Context) error {
-	m.once.Do(func() { m.engine.release(m.key) })
+	m.once.Do(func() { m.engine.unref(m.key, m.shared) })
 	return nil
 }

@@ -4,38 +4,53 @@
 // Deadlines do not use wazero's WithCloseOnContextDone, which makes every
 // loop header an indirect call into the engine and starts a goroutine per
 // call (2-3x on a Go guest's method call). Modules are instead instrumented
-// (package interrupt, FlagBudget) to count down a private budget at every
-// function entry and loop header and, every interrupt.Budget checks, call
-// the host's yield function. Yield is where Interrupt takes effect (it
+// (package interrupt, FlagBudget) with checks no path can run long without
+// meeting; each subtracts the work it guards from a private budget and,
+// when the budget runs out (every interrupt.Budget units, about half a
+// millisecond of work), calls the host's yield function. Yield is where Interrupt takes effect (it
 // panics, which wazero turns into an error), and it is a Go safe point:
 // wazero runs compiled code outside the Go scheduler's reach, so without it
 // a guest looping with no host call would keep a garbage collection's
 // stop-the-world — and with it the whole process, including the goroutine
 // that would interrupt the guest — waiting forever.
+//
+// Every host function call is an interruption point too: once Interrupt
+// was called, a call into wasmprov_v1 or WASI panics instead of running, so
+// a guest looping over expensive host calls (a few megabytes of output each)
+// stops at its next host call, not at its next yield, thousands of calls
+// later.
+//
+// WASI is wasmprov's own (package wasip1), bound as a host module named
+// wasi_snapshot_preview1, not wazero's: the same implementation serves the
+// wasmtime engine, and its sleep wakes up on an interrupt or the end of the
+// call's context, where wazero's sleeps through both.
+//
+// Host functions find the calling instance through the context of the
+// call: Function.Call and Instantiate pass wazero the instance's
+// callContext, which wazero hands to host functions unchanged. The lookup
+// is a type assertion; there is no map and no allocation per call.
 package wazeroengine
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
-	"sync/atomic"
+	goruntime "runtime"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
+	"github.com/wasmprov/wasmprov/runtime/internal/wasip1"
 )
 
 // Engine is the wazero engine.
@@ -43,8 +58,6 @@ type Engine struct {
 	cache     wazero.CompilationCache
 	cacheDir  string // "" when the cache is in memory
 	allocator experimental.MemoryAllocator
-	// instances maps a guest's api.Module to its instance, for yield.
-	instances sync.Map
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -87,9 +100,15 @@ func (e *Engine) Close(ctx context.Context) error { return e.cache.Close(ctx) }
 // own, because the memory limit is a runtime setting; compiled code is
 // shared through the engine's cache.
 func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConfig) (_ engine.Module, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if cfg.Interruptible {
 		if wasm, err = e.instrument(wasm); err != nil {
 			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
 	rc := wazero.NewRuntimeConfig().
@@ -102,23 +121,32 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 			_ = wr.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
-		return nil, fmt.Errorf("instantiating WASI: %w", err)
+	if err := bindWASI(ctx, wr); err != nil {
+		return nil, err
 	}
-	if _, err := hostfuncs.InstantiateFunctions(ctx, wr, cfg.HostFunctions); err != nil {
+	if err := bindHostFunctions(ctx, wr, cfg.HostFunctions); err != nil {
 		return nil, err
 	}
 	if cfg.Interruptible {
-		if err := e.bindYield(ctx, wr); err != nil {
+		if err := bindYield(ctx, wr); err != nil {
 			return nil, err
 		}
 	}
-	compiled, err := compileModule(ctx, wr, wasm)
+	compiled, err := compileModule(experimental.WithCompilationWorkers(ctx, compilationWorkers()), wr, wasm)
 	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("compiling module: %w", ctxErr)
+		}
 		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 	}
 	return &module{engine: e, wr: wr, compiled: compiled, interruptible: cfg.Interruptible}, nil
 }
+
+// compilationWorkers is how many goroutines compile a module. wazero checks
+// the context between functions only when it compiles with more than one,
+// so there are at least two even on one CPU: a load whose deadline passes
+// stops within one function's compile, not after the whole module's.
+func compilationWorkers() int { return max(2, min(goruntime.GOMAXPROCS(0), 4)) }
 
 // compileModule is wr.CompileModule for untrusted input: a panic in
 // wazero's decoder or validator (v1.12.0 has one, on a type index out of
@@ -170,17 +198,99 @@ func readCached(path string) ([]byte, bool) {
 	return body, true
 }
 
-// errInterrupted is what yield panics with; the runtime knows it
-// interrupted the call and reports the context's error instead.
-var errInterrupted = errors.New("guest call interrupted by the host")
+// errInterrupted is what an interrupted instance's yield and host
+// functions panic with; the runtime knows it interrupted the call and
+// reports the context's error instead.
+var errInterrupted = wasip1.ErrInterrupted
+
+// errNoInstance is a host function called outside Function.Call and
+// Instantiate: a bug in this engine, never a guest's doing.
+var errNoInstance = errors.New("wazero engine: host function called without its instance")
+
+// callContext is the context of every call into an instance: the caller's
+// context and the instance, which host functions take from it.
+type callContext struct {
+	context.Context
+	inst *instance
+}
+
+// instanceOf returns the instance of a host function call.
+func instanceOf(ctx context.Context) *callContext {
+	c, ok := ctx.(*callContext)
+	if !ok || c.inst == nil {
+		panic(errNoInstance)
+	}
+	return c
+}
+
+// memoryOf is the guest's memory, or an empty one if it has none (wazero's
+// own WASI would dereference nil).
+func memoryOf(mod api.Module) hostfuncs.Memory {
+	if m := mod.Memory(); m != nil {
+		return m
+	}
+	return noMemory{}
+}
+
+type noMemory struct{}
+
+func (noMemory) Read(offset, n uint32) ([]byte, bool) { return nil, offset == 0 && n == 0 }
+func (noMemory) Write(offset uint32, v []byte) bool   { return offset == 0 && len(v) == 0 }
+
+// bindWASI defines the wasi_snapshot_preview1 host module: package
+// wasip1's functions, each given the calling instance's state, and none
+// run once the instance was interrupted.
+func bindWASI(ctx context.Context, wr wazero.Runtime) error {
+	b := wr.NewHostModuleBuilder(wasip1.ModuleName)
+	for _, f := range wasip1.Functions() {
+		fn := f.Fn
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+				c := instanceOf(ctx)
+				if c.inst.wasi.Interrupted() {
+					panic(errInterrupted)
+				}
+				fn(c.Context, c.inst.wasi, memoryOf(mod), stack)
+			}), f.Params, f.Results).
+			Export(f.Name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("instantiating %s host module: %w", wasip1.ModuleName, err)
+	}
+	return nil
+}
+
+// bindHostFunctions defines the wasmprov_v1 host module of fns (the
+// wazero binding of hostfuncs.Functions, with the interrupt check). The
+// host functions get the caller's context, as hostfuncs.Instantiate gives
+// them.
+func bindHostFunctions(ctx context.Context, wr wazero.Runtime, fns []hostfuncs.Function) error {
+	b := wr.NewHostModuleBuilder(abi.ModuleName)
+	for _, f := range fns {
+		fn := f.Fn
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+				c := instanceOf(ctx)
+				if c.inst.wasi.Interrupted() {
+					panic(errInterrupted)
+				}
+				fn(c.Context, memoryOf(mod), stack)
+			}), f.Params, f.Results).
+			Export(f.Name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("instantiating %s host module: %w", abi.ModuleName, err)
+	}
+	return nil
+}
 
 // bindYield defines the function the instrumented guest calls every
-// interrupt.Budget checks.
-func (e *Engine) bindYield(ctx context.Context, wr wazero.Runtime) error {
+// interrupt.Budget units of work.
+func bindYield(ctx context.Context, wr wazero.Runtime) error {
 	_, err := wr.NewHostModuleBuilder(interrupt.YieldModule).
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, mod api.Module, _ []uint64) {
-			if v, ok := e.instances.Load(mod); ok && v.(*instance).interrupted.Load() {
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, _ []uint64) {
+			if instanceOf(ctx).inst.wasi.Interrupted() {
 				panic(errInterrupted)
 			}
 		}), nil, nil).
@@ -237,44 +347,50 @@ func (m *module) Close(ctx context.Context) error {
 }
 
 func (m *module) Instantiate(ctx context.Context, c engine.InstanceConfig) (engine.Instance, error) {
+	state, err := wasip1.New(c)
+	if err != nil {
+		return nil, err
+	}
+	// The WASI configuration is the state's; wazero's own sys context is
+	// left at its defaults, which nothing reads.
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions() // the runtime runs _initialize, under its deadline
-	for _, kv := range c.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		cfg = cfg.WithEnv(k, v)
-	}
-	if c.Stdout != nil {
-		cfg = cfg.WithStdout(c.Stdout)
-	}
-	if c.Stderr != nil {
-		cfg = cfg.WithStderr(c.Stderr)
-	}
-	if c.Clock {
-		cfg = cfg.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
-	}
-	if c.Random {
-		cfg = cfg.WithRandSource(rand.Reader)
-	}
 	if m.engine.allocator != nil {
 		ctx = experimental.WithMemoryAllocator(ctx, m.engine.allocator)
 	}
-	mod, err := m.wr.InstantiateModule(ctx, m.compiled, cfg)
+	inst := &instance{wasi: state, interruptible: m.interruptible}
+	inst.call.inst = inst
+	// A start section's host calls find the instance like any other, and
+	// the end of ctx interrupts it (at its next yield or host call): no one
+	// else can, as the instance is not returned yet.
+	inst.call.Context = ctx
+	stop := context.AfterFunc(ctx, state.Interrupt)
+	mod, err := m.wr.InstantiateModule(&inst.call, m.compiled, cfg)
+	interrupted := !stop()
+	inst.call.Context = nil
+	if interrupted {
+		if err == nil {
+			_ = mod.Close(context.WithoutCancel(ctx))
+		}
+		return nil, fmt.Errorf("instantiating module: %w", ctx.Err())
+	}
 	if err != nil {
 		return nil, convert(err)
 	}
-	inst := &instance{engine: m.engine, mod: mod, interruptible: m.interruptible}
-	if inst.interruptible {
-		m.engine.instances.Store(mod, inst)
-	}
+	inst.mod = mod
 	return inst, nil
 }
 
 type instance struct {
-	engine        *Engine
 	mod           api.Module
+	wasi          *wasip1.State
 	interruptible bool
-	interrupted   atomic.Bool
+	// call is the context of the call in flight (used by one goroutine at
+	// a time, like the instance); host functions find the instance in it.
+	// It is not retained past the call: host functions get the caller's
+	// context, not this one.
+	call callContext
 }
 
 func (i *instance) Function(name string) engine.Function {
@@ -282,35 +398,51 @@ func (i *instance) Function(name string) engine.Function {
 	if f == nil {
 		return nil
 	}
-	return function{f}
+	return function{i: i, f: f}
 }
 
 func (i *instance) Interruptible() bool { return i.interruptible }
 
-// Interrupt marks the instance; the guest's next yield (within
-// interrupt.Budget checks) panics out of the call. Nothing is written into
-// the guest from this goroutine.
-func (i *instance) Interrupt() { i.interrupted.Store(true) }
+// Interrupt marks the instance: the guest's next yield (within
+// interrupt.Budget units of work) or host call panics out of the call, and a
+// sleeping poll_oneoff wakes up and does. Nothing is written into the guest
+// from this goroutine.
+func (i *instance) Interrupt() { i.wasi.Interrupt() }
 
-func (i *instance) Close(ctx context.Context) error {
-	i.engine.instances.Delete(i.mod)
-	return i.mod.Close(ctx)
+func (i *instance) Close(ctx context.Context) error { return i.mod.Close(ctx) }
+
+type function struct {
+	i *instance
+	f api.Function
 }
 
-type function struct{ f api.Function }
-
 func (f function) Call(ctx context.Context, stack []uint64) error {
-	if err := f.f.CallWithStack(ctx, stack); err != nil {
-		return convert(err)
+	c := &f.i.call
+	prev := c.Context
+	c.Context = ctx
+	err := f.f.CallWithStack(c, stack)
+	c.Context = prev
+	if err != nil {
+		err = convert(err)
+		var exit *engine.ExitError
+		if errors.As(err, &exit) {
+			// As wazero's proc_exit does: later calls fail with the exit.
+			_ = f.i.mod.CloseWithExitCode(ctx, exit.Code)
+		}
+		return err
 	}
 	return nil
 }
 
 // convert turns a WASI exit into *engine.ExitError; other errors are traps.
 func convert(err error) error {
-	var exit *sys.ExitError
+	var exit *engine.ExitError
 	if errors.As(err, &exit) {
-		return &engine.ExitError{Code: exit.ExitCode()}
+		return exit
+	}
+	var sysExit *sys.ExitError
+	if errors.As(err, &sysExit) {
+		return &engine.ExitError{Code: sysExit.ExitCode()}
 	}
 	return err
 }

@@ -1,0 +1,205 @@
+//go:build wasmtime
+
+package wasmtimeengine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bytecodealliance/wasmtime-go/v37"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
+)
+
+// bigModule is a valid module of n functions of about k instructions each,
+// which takes wasmtime a while to compile.
+func bigModule(n, k int) []byte {
+	uleb := func(v int) []byte {
+		var b []byte
+		for {
+			c := byte(v & 0x7f)
+			v >>= 7
+			if v != 0 {
+				c |= 0x80
+			}
+			b = append(b, c)
+			if v == 0 {
+				return b
+			}
+		}
+	}
+	section := func(id byte, payload []byte) []byte {
+		return append(append([]byte{id}, uleb(len(payload))...), payload...)
+	}
+	body := []byte{0x00}
+	for j := 0; j < k; j++ {
+		body = append(body, 0x20, 0x00, 0x41)
+		body = append(body, uleb(j&0x3f)...)
+		body = append(body, 0x6a, 0x21, 0x00)
+		if j%16 == 0 {
+			body = append(body, 0x20, 0x00, 0x04, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x21, 0x00, 0x0b)
+		}
+	}
+	body = append(body, 0x20, 0x00, 0x0b)
+	code, funcs := uleb(n), uleb(n)
+	for j := 0; j < n; j++ {
+		code = append(code, uleb(len(body))...)
+		code = append(code, body...)
+		funcs = append(funcs, 0x00)
+	}
+	out := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
+	out = append(out, section(1, []byte{0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f})...)
+	out = append(out, section(3, funcs)...)
+	out = append(out, section(5, []byte{0x01, 0x00, 0x01})...)
+	out = append(out, section(7, []byte{0x01, 0x06, 'm', 'e', 'm', 'o', 'r', 'y', 0x02, 0x00})...)
+	out = append(out, section(10, code)...)
+	return out
+}
+
+// waitBuilds waits for the compiles running in the background.
+func waitBuilds(t *testing.T, e *Engine) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { e.builds.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a background compile did not finish")
+	}
+}
+
+// TestCompileGivesUpAtDeadline: wasmtime cannot cancel a compile, but
+// Compile returns the context's error at its deadline; the module compiled
+// for no one is then released, and a caller still waiting for the same
+// module gets it.
+func TestCompileGivesUpAtDeadline(t *testing.T) {
+	wasm := bigModule(600, 400)
+	ctx := context.Background()
+	cfg := engine.ModuleConfig{MemoryLimitPages: 16}
+
+	e, err := New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+
+	// Alone: give up, and nothing is left once the compile finishes.
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	start := time.Now()
+	_, err = e.Compile(dctx, wasm, cfg)
+	elapsed := time.Since(start)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, engine.ErrInvalidModule) {
+		t.Fatalf("compile past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if elapsed > 500*time.Millisecond {
+		t.Errorf("Compile returned %v after the start, for a 50ms deadline", elapsed)
+	}
+	waitBuilds(t, e)
+	full := time.Since(start)
+	t.Logf("gave up after %v; the compile took %v", elapsed, full)
+	if n := e.live.Load(); n != 0 {
+		t.Errorf("%d modules alive after the abandoned compile, want 0", n)
+	}
+	e.mu.Lock()
+	n := len(e.modules)
+	e.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d modules in the engine's table, want 0", n)
+	}
+
+	// Two callers of one module: one gives up, the other gets it.
+	e2, err := New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close(ctx)
+	var wg sync.WaitGroup
+	var patient engine.Module
+	var patientErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		patient, patientErr = e2.Compile(ctx, wasm, cfg)
+	}()
+	dctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = e2.Compile(dctx, wasm, cfg)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("impatient compile: %v, want context.DeadlineExceeded", err)
+	}
+	wg.Wait()
+	if patientErr != nil {
+		t.Fatal(patientErr)
+	}
+	if n := e2.live.Load(); n != 1 {
+		t.Errorf("%d modules alive, want 1", n)
+	}
+	if _, ok := patient.ExportedFunctions()[""]; ok {
+		t.Fatal("unexpected export")
+	}
+	patient.Close(ctx)
+	if n := e2.live.Load(); n != 0 {
+		t.Errorf("%d modules alive after Close, want 0", n)
+	}
+
+	// An expired context compiles nothing.
+	dctx, cancel = context.WithCancel(ctx)
+	cancel()
+	if _, err := e2.Compile(dctx, wasm, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("compile with a cancelled context: %v", err)
+	}
+}
+
+// TestFeatures: the proposals wazero v1.12.0 enables by default are
+// accepted, multi-memory too (the interrupt flag's memory); threads, tail
+// calls, relaxed SIMD, memory64 and typed function references are refused.
+func TestFeatures(t *testing.T) {
+	ctx := context.Background()
+	e, err := New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	cases := []struct {
+		name, wat     string
+		interruptible bool
+		valid         bool
+	}{
+		{"SIMD", `(module (memory (export "memory") 1) (func (export "f") (result v128) (v128.const i32x4 1 2 3 4)))`, false, true},
+		{"bulk memory", `(module (memory 1) (func (memory.fill (i32.const 0) (i32.const 0) (i32.const 8))))`, false, true},
+		{"reference types", `(module (table 1 externref) (func (param externref) (table.set (i32.const 0) (local.get 0))))`, false, true},
+		{"multi-value", `(module (func (result i32 i32) (i32.const 1) (i32.const 2)))`, false, true},
+		{"sign extension", `(module (func (param i32) (result i32) (i32.extend8_s (local.get 0))))`, false, true},
+		{"non-trapping conversions", `(module (func (param f32) (result i32) (i32.trunc_sat_f32_s (local.get 0))))`, false, true},
+		{"multi-memory (interrupt flag)", `(module (memory (export "memory") 1) (func (export "f") (loop (br 0))))`, true, true},
+		{"threads", `(module (memory 1 1 shared) (func (result i32) (memory.atomic.wait32 (i32.const 0) (i32.const 0) (i64.const -1))))`, false, false},
+		{"shared memory", `(module (memory 1 1 shared))`, false, false},
+		{"tail calls", `(module (func $f (return_call $f)))`, false, false},
+		{"relaxed SIMD", `(module (func (result v128) (i32x4.relaxed_trunc_f32x4_s (v128.const i32x4 0 0 0 0))))`, false, false},
+		{"memory64", `(module (memory i64 1))`, false, false},
+		{"typed function references", `(module (type $t (func)) (func (param (ref $t))))`, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wasm, err := wasmtime.Wat2Wasm(c.wat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := e.Compile(ctx, wasm, engine.ModuleConfig{MemoryLimitPages: 16, Interruptible: c.interruptible})
+			switch {
+			case c.valid && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !c.valid && err == nil:
+				m.Close(ctx)
+				t.Fatal("accepted")
+			case !c.valid && !errors.Is(err, engine.ErrInvalidModule):
+				t.Fatalf("refused with %v, want ErrInvalidModule", err)
+			case err == nil:
+				m.Close(ctx)
+			}
+		})
+	}
+}
