@@ -184,7 +184,8 @@ FUZZ_TARGETS := \
 	./hostfuncs:FuzzConfigVar ./hostfuncs:FuzzMachineUpdate ./hostfuncs:FuzzPVList \
 	./hostfuncs:FuzzLog ./hostfuncs:FuzzInput ./hostfuncs:FuzzHostArgs \
 	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument \
-	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker
+	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker \
+	./runtime/internal/wasip1:FuzzValidPath
 .PHONY: fuzz-smoke
 fuzz-smoke:
 	@set -e; for t in $(FUZZ_TARGETS); do \
