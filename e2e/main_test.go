@@ -239,7 +239,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(func() { hold.release(); hold.unblock(); _ = srv.Close() })
 
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "hetzner.yaml"), []byte("allowedHosts: [\"127.0.0.1\"]\nallowInsecureHTTP: true\ncallTimeout: 5m\n"))
+	writeFile(t, filepath.Join(dir, "hetzner.yaml"), []byte("allowedHosts: [\"127.0.0.1:*\"]\nallowInsecureHTTP: true\ncallTimeout: 5m\n"))
 	writeFile(t, filepath.Join(dir, "hetzner.wasm"), hetznerWasm)
 	return &world{t: t, ns: ns, sim: sim, url: "http://" + ln.Addr().String() + "/v1", dir: dir, hold: hold}
 }

@@ -91,9 +91,10 @@ func (env *Env) logger() *slog.Logger {
 
 // HTTPPolicy governs http_do.
 type HTTPPolicy struct {
-	// AllowedHosts lists the hosts a guest may reach: "api.hetzner.cloud",
-	// "*.example.com" (any subdomain, not the apex), "127.0.0.1:8080" (that
-	// port only). Empty allows nothing.
+	// AllowedHosts lists the hosts a guest may reach: "api.hetzner.cloud"
+	// (the scheme's default port), "*.example.com" (any subdomain, not the
+	// apex), "127.0.0.1:8080" (that port only), "127.0.0.1:*" (any port).
+	// Empty allows nothing.
 	AllowedHosts []string
 	// AllowInsecure permits plain http:// URLs. Off by default: credentials
 	// travel in provider requests.

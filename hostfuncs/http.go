@@ -160,9 +160,10 @@ func (p *HTTPPolicy) Allow(u *url.URL) error {
 	return &deniedError{fmt.Sprintf("host %q is not in the provider's allowed hosts", u.Host)}
 }
 
-// matchHost matches "host", "host:port", "*.domain" and "*.domain:port".
-// A pattern without a port allows the scheme's default port (defaultPort)
-// only: "10.0.0.5" must not open every service on that address.
+// matchHost matches "host", "host:port", "*.domain" and "*.domain:port";
+// a port of "*" matches any port. A pattern without a port allows the
+// scheme's default port (defaultPort) only: "10.0.0.5" must not open every
+// service on that address.
 func matchHost(pattern, host, port, defaultPort string) bool {
 	pattern = strings.ToLower(pattern)
 	pHost, pPort := pattern, defaultPort
@@ -171,7 +172,7 @@ func matchHost(pattern, host, port, defaultPort string) bool {
 	} else if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
 		pHost = pattern[1 : len(pattern)-1] // a bracketed IPv6 literal without a port
 	}
-	if pPort != port {
+	if pPort != port && pPort != "*" {
 		return false
 	}
 	if suffix, ok := strings.CutPrefix(pHost, "*."); ok {

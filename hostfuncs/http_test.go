@@ -157,7 +157,7 @@ func TestHTTPSWithPrivateCA(t *testing.T) {
 }
 
 func TestHTTPAllowList(t *testing.T) {
-	p := HTTPPolicy{AllowedHosts: []string{"api.example.com", "*.cloud.example", "10.0.0.1:8443", "10.0.0.2", "[fd00::5]", "*.any.example:8080"}, AllowInsecure: true}
+	p := HTTPPolicy{AllowedHosts: []string{"api.example.com", "*.cloud.example", "10.0.0.1:8443", "10.0.0.2", "[fd00::5]", "*.any.example:8080", "10.0.0.3:*"}, AllowInsecure: true}
 	for _, tc := range []struct {
 		url   string
 		allow bool
@@ -175,6 +175,8 @@ func TestHTTPAllowList(t *testing.T) {
 		{"https://[fd00::5]:8443/", false},
 		{"https://x.any.example:8080/", true},
 		{"https://x.any.example/", false},
+		{"https://10.0.0.3:6443/", true}, // "10.0.0.3:*"
+		{"https://10.0.0.3/", true},
 		{"https://x.api.example.com/", false},
 		{"https://example.com/", false},
 		{"https://eu.cloud.example/", true},

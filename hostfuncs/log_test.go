@@ -138,9 +138,9 @@ func TestGuestTextIsPrintable(t *testing.T) {
 	if strings.ContainsAny(c.ErrMessage, "\x1b\x07") {
 		t.Errorf("error message kept control characters: %q", c.ErrMessage)
 	}
-	for s, want := range map[string]bool{"hcloud://42": false, "a\nb": true, "\x1b": true, "\xff": true, "é": false} {
-		if HasControl(s) != want {
-			t.Errorf("HasControl(%q) = %v", s, !want)
+	for in, want := range map[string]string{"hcloud://42": "hcloud://42", "a\nb\tc": "a\uFFFDb\uFFFDc", "\x1b": "\uFFFD", "\xff": "\uFFFD", "é": "é"} {
+		if got := PrintableLine(in); got != want {
+			t.Errorf("PrintableLine(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -26,11 +26,21 @@ func Printable(s string) string {
 	return b.String()
 }
 
-// HasControl reports whether s holds invalid UTF-8 or any control
-// character, newline and tab included: for identifiers (an instance ID, a
-// provider ID), which are single-line.
-func HasControl(s string) bool {
-	return !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl)
+// PrintableLine is Printable for single-line text (an instance ID, a
+// label value): newline and tab are replaced too.
+func PrintableLine(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func isControl(r rune) bool { return r != '\n' && r != '\t' && unicode.IsControl(r) }

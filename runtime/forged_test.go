@@ -102,9 +102,22 @@ func TestForgedResults(t *testing.T) {
 		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, `type "bogus", which is not a Kubernetes NodeAddressType`)
 	})
 	t.Run("an instance ID with a terminal escape", func(t *testing.T) {
-		doc := `{"name":"m","id":"1\u001b[2J","status":"running"}`
-		_, err := call(t, reporter("", doc, 0, abi.StatusOK))
-		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "control characters")
+		doc := `{"name":"m\nx","id":"1\u001b[2J","providerID":"p\u0007","status":"running","addresses":{"10.0.0.1\u001b":"InternalIP"}}`
+		p, err := rt.LoadBytes(ctx, "forger", reporter("", doc, 0, abi.StatusOK))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close(ctx)
+		inst, err := p.Get(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst.Name() != "m\uFFFDx" || inst.ID() != "1\uFFFD[2J" || inst.ProviderID() != "p\uFFFD" {
+			t.Errorf("control characters kept: %q %q %q", inst.Name(), inst.ID(), inst.ProviderID())
+		}
+		if _, ok := inst.Addresses()["10.0.0.1\uFFFD"]; !ok {
+			t.Errorf("address not sanitised: %v", inst.Addresses())
+		}
 	})
 	t.Run("an error message with a terminal escape", func(t *testing.T) {
 		_, err := call(t, reporter("CreateError", "", 0, abi.StatusTerminal))
@@ -221,12 +234,12 @@ func TestMetricsLabelsAreBounded(t *testing.T) {
 		doc string
 		ok  bool
 	}{
-		"size and region":        {`{"size":"cx22","region":"fsn1"}`, true},
-		"33 labels":              {string(manyDoc), false},
-		"a 64-byte name":         {`{"` + strings.Repeat("n", 64) + `":"v"}`, false},
-		"a 257-byte value":       {`{"size":"` + strings.Repeat("v", 257) + `"}`, false},
-		"an empty name":          {`{"":"v"}`, false},
-		"a newline in the value": {`{"size":"a\nb"}`, false},
+		"size and region":       {`{"size":"cx22","region":"fsn1"}`, true},
+		"33 labels":             {string(manyDoc), false},
+		"a 64-byte name":        {`{"` + strings.Repeat("n", 64) + `":"v"}`, false},
+		"a 257-byte value":      {`{"size":"` + strings.Repeat("v", 257) + `"}`, false},
+		"an empty name":         {`{"":"v"}`, false},
+		"a newline in the name": {`{"si\nze":"x"}`, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, err := rt.LoadBytes(ctx, "labels", labeller(tc.doc))

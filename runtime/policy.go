@@ -14,8 +14,9 @@ import (
 // The JSON/YAML form is the "<name>.yaml" file next to a provider in a
 // provider directory.
 type Policy struct {
-	// AllowedHosts lists the hosts http_do may reach ("api.hetzner.cloud",
-	// "*.example.com", "127.0.0.1:8080").
+	// AllowedHosts lists the hosts http_do may reach: "api.hetzner.cloud"
+	// (at the scheme's default port only), "*.example.com",
+	// "127.0.0.1:8080", "127.0.0.1:*" (any port).
 	AllowedHosts []string `json:"allowedHosts,omitempty"`
 	// AllowInsecureHTTP permits plain http:// (for simulators on loopback).
 	AllowInsecureHTTP bool `json:"allowInsecureHTTP,omitempty"`

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
@@ -259,6 +261,9 @@ func (c contextual) MachineMetricsLabels(ctx context.Context, machine *clusterv1
 	if err := checkMetricsLabels(labels); err != nil {
 		return nil, c.p.badResult(abi.MethodMachineMetricsLabels, "%v", err)
 	}
+	for k, v := range labels {
+		labels[k] = hostfuncs.PrintableLine(v)
+	}
 	return labels, nil
 }
 
@@ -273,16 +278,13 @@ func (p *Provider) decodeInstance(m abi.Method, out []byte) (instance.Instance, 
 	if err := json.Unmarshal(out, &wire); err != nil {
 		return nil, p.badResult(m, "decoding instance: %v", err)
 	}
+	// What the guest names reaches logs, events and the Machine: no
+	// control characters (terminal escapes), whatever the guest echoes.
 	inst := &instance.Static{
-		InstanceName:       wire.Name,
-		InstanceID:         wire.ID,
-		InstanceProviderID: wire.ProviderID,
+		InstanceName:       hostfuncs.PrintableLine(wire.Name),
+		InstanceID:         hostfuncs.PrintableLine(wire.ID),
+		InstanceProviderID: hostfuncs.PrintableLine(wire.ProviderID),
 		InstanceStatus:     instance.Status(wire.Status),
-	}
-	for _, s := range []string{wire.Name, wire.ID, wire.ProviderID} {
-		if hostfuncs.HasControl(s) {
-			return nil, p.badResult(m, "instance name, id or providerID %q holds control characters or invalid UTF-8", truncate(s, 64))
-		}
 	}
 	switch inst.InstanceStatus {
 	case instance.StatusRunning, instance.StatusDeleting, instance.StatusDeleted, instance.StatusCreating, instance.StatusUnknown:
@@ -292,12 +294,9 @@ func (p *Provider) decodeInstance(m abi.Method, out []byte) (instance.Instance, 
 	if len(wire.Addresses) > 0 {
 		inst.InstanceAddresses = make(map[string]corev1.NodeAddressType, len(wire.Addresses))
 		for addr, t := range wire.Addresses {
-			if hostfuncs.HasControl(addr) {
-				return nil, p.badResult(m, "address %q holds control characters or invalid UTF-8", truncate(addr, 64))
-			}
 			switch at := corev1.NodeAddressType(t); at {
 			case corev1.NodeHostName, corev1.NodeExternalIP, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeInternalDNS:
-				inst.InstanceAddresses[addr] = at
+				inst.InstanceAddresses[hostfuncs.PrintableLine(addr)] = at
 			default:
 				return nil, p.badResult(m, "address %q has type %q, which is not a Kubernetes NodeAddressType", truncate(addr, 64), truncate(t, 64))
 			}
@@ -322,10 +321,10 @@ func checkMetricsLabels(labels map[string]string) error {
 	}
 	for k, v := range labels {
 		switch {
-		case k == "" || len(k) > MaxMetricsLabelNameBytes || hostfuncs.HasControl(k):
+		case k == "" || len(k) > MaxMetricsLabelNameBytes || strings.ContainsFunc(k, unicode.IsControl):
 			return fmt.Errorf("label name %q is empty, longer than %d bytes or holds control characters", truncate(k, 64), MaxMetricsLabelNameBytes)
-		case len(v) > MaxMetricsLabelValueBytes || hostfuncs.HasControl(v):
-			return fmt.Errorf("label %q has a value longer than %d bytes or with control characters", truncate(k, 64), MaxMetricsLabelValueBytes)
+		case len(v) > MaxMetricsLabelValueBytes:
+			return fmt.Errorf("label %q has a value longer than %d bytes", truncate(k, 64), MaxMetricsLabelValueBytes)
 		}
 	}
 	return nil

@@ -90,7 +90,7 @@ func run(wasm, cacheDir string, verbose bool) error {
 		return err
 	}
 	defer rt.Close(context.Background())
-	p, err := load(ctx, rt, wasm, cacheDir)
+	p, err := load(ctx, rt, wasm, cacheDir, strings.TrimPrefix(sim.URL, "http://"))
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,8 @@ func run(wasm, cacheDir string, verbose bool) error {
 
 // load compiles the module, showing progress: a cold compile of a Go guest
 // takes seconds, a cached one milliseconds.
-func load(ctx context.Context, rt *runtime.Runtime, wasm, cacheDir string) (*runtime.Provider, error) {
+// The policy allows the simulator's address only (simHost, "127.0.0.1:PORT").
+func load(ctx context.Context, rt *runtime.Runtime, wasm, cacheDir, simHost string) (*runtime.Provider, error) {
 	st, err := os.Stat(wasm)
 	if err != nil {
 		return nil, fmt.Errorf("%w (build it with: make guests)", err)
@@ -161,7 +162,7 @@ func load(ctx context.Context, rt *runtime.Runtime, wasm, cacheDir string) (*run
 	t0 := time.Now()
 	go func() {
 		p, err := rt.Load(ctx, wasm, runtime.WithPolicy(runtime.Policy{
-			AllowedHosts: []string{"127.0.0.1"}, AllowInsecureHTTP: true, PoolSize: 3, Prewarm: 3,
+			AllowedHosts: []string{simHost}, AllowInsecureHTTP: true, PoolSize: 3, Prewarm: 3,
 		}))
 		done <- result{p, err}
 	}()

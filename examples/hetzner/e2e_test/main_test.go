@@ -60,7 +60,8 @@ const (
 // Policy is what a real deployment on the simulator needs: loopback
 // hosts, plain HTTP, and HZ_TOKEN as the only environment fallback.
 func policy() runtime.Policy {
-	return runtime.Policy{AllowedHosts: []string{"127.0.0.1"}, AllowInsecureHTTP: true, AllowedEnv: []string{"HZ_TOKEN"},
+	// Each test starts a simulator on a port of its own.
+	return runtime.Policy{AllowedHosts: []string{"127.0.0.1:*"}, AllowInsecureHTTP: true, AllowedEnv: []string{"HZ_TOKEN"},
 		CallTimeout: runtime.Duration(30 * time.Second)}
 }
 
@@ -126,7 +127,9 @@ func forEach(t *testing.T, opts hcloudsim.Options, fn func(t *testing.T, f *fixt
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { sim.Close() })
-			fn(t, &fixture{t: t, env: e, sim: sim, ctx: context.Background()})
+			// The Machines are in hetznertest.Namespace, with their Secrets.
+			ctx := cloud.WithMachineNamespace(context.Background(), hetznertest.Namespace)
+			fn(t, &fixture{t: t, env: e, sim: sim, ctx: ctx})
 		})
 	}
 }
