@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -90,7 +91,11 @@ func run(wasm, cacheDir string, verbose bool) error {
 		return err
 	}
 	defer rt.Close(context.Background())
-	p, err := load(ctx, rt, wasm, cacheDir, strings.TrimPrefix(sim.URL, "http://"))
+	simURL, err := url.Parse(sim.URL)
+	if err != nil {
+		return err
+	}
+	p, err := load(ctx, rt, wasm, cacheDir, simURL.Host)
 	if err != nil {
 		return err
 	}
