@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
 )
@@ -28,11 +29,16 @@ type ModuleInfo struct {
 // Inspect compiles wasm, lists its exports and imports, validates it against
 // the ABI and, if it can be instantiated, reads its ABI version and
 // capability declaration. A malformed module is an error; an invalid but
-// well-formed one is described, with Problems set. ctx bounds the guest
-// code it runs.
+// well-formed one is described, with Problems set. A module over the
+// host's load limits is an error wrapping ErrInvalidModule. ctx bounds the
+// compile and the guest code Inspect runs, as does the default policy's
+// LoadTimeout: inspecting is what one does to a module not yet trusted.
 func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error) {
+	policy := r.cfg.defaultPolicy.withDefaults()
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(policy.LoadTimeout))
+	defer cancel()
 	info := &ModuleInfo{Size: len(wasm), SHA256: digest(wasm)}
-	mod, err := r.compile(ctx, wasm, Policy{}.withDefaults())
+	mod, err := r.compile(ctx, wasm, policy)
 	if err != nil {
 		return nil, err
 	}

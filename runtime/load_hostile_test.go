@@ -285,3 +285,20 @@ func TestTablesAreBounded(t *testing.T) {
 		t.Errorf("the host grew by %d MiB", grew>>20)
 	}
 }
+
+// Inspect runs a module's exports too, and is what one does to a module
+// not yet trusted: it is bounded by the load deadline as well.
+func TestInspectIsBounded(t *testing.T) {
+	rt := newRuntime(t, runtime.WithDefaultPolicy(runtime.Policy{LoadTimeout: runtime.Duration(loadDeadline)}))
+	start := time.Now()
+	info, err := rt.Inspect(context.Background(), exportLoops(abi.ExportInitialize))
+	if took := time.Since(start); took > loadDeadline+loadSlack {
+		t.Errorf("Inspect returned after %s", took)
+	}
+	if err != nil || len(info.Problems) == 0 || !strings.Contains(strings.Join(info.Problems, "\n"), abi.ExportInitialize) {
+		t.Errorf("want the looping _initialize among the problems, got %+v, %v", info, err)
+	}
+	if _, err := rt.Inspect(context.Background(), startLoops()); !errors.Is(err, runtime.ErrInvalidModule) {
+		t.Errorf("a start section: want ErrInvalidModule, got %v", err)
+	}
+}
