@@ -18,6 +18,7 @@ import (
 	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine/wasmtimeengine/compiler"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasip1"
 )
@@ -30,6 +31,13 @@ const cacheVersion = "wasmtime-go-v37.0.0"
 type Engine struct {
 	eng      *wasmtime.Engine
 	cacheDir string
+	cc       compiler.Config
+	// exe is the binary started as the compiler process; "" compiles in
+	// process.
+	exe string
+	// ctx ends at Close, which kills the compiles still running.
+	ctx  context.Context
+	stop context.CancelFunc
 
 	mu      sync.Mutex
 	modules map[string]*shared // by SHA-256 of the (instrumented) module
@@ -37,6 +45,10 @@ type Engine struct {
 	// live counts the wasmtime modules not yet closed (for tests: an
 	// abandoned compile must not leak its module).
 	live atomic.Int64
+	// spawns counts the compiler processes started; onSpawn, when set
+	// (tests), is told each one's pid.
+	spawns  atomic.Int64
+	onSpawn func(pid int)
 }
 
 // shared is a compiled module used by one or more engine.Modules, or being
@@ -46,19 +58,35 @@ type shared struct {
 	mod  *wasmtime.Module
 	err  error
 	refs int // holders and waiters
+	// cancel stops the compile (kills its compiler process) once no one
+	// waits for it.
+	cancel context.CancelFunc
 }
 
 var _ engine.Engine = (*Engine)(nil)
 
 // New returns an engine whose compiled code is also kept in cacheDir (when
-// not empty).
-func New(cacheDir string) (*Engine, error) {
-	cfg := wasmtime.NewConfig()
-	setFeatures(cfg)
-	cfg.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
-	e := &Engine{eng: wasmtime.NewEngineWithConfig(cfg), modules: map[string]*shared{}}
+// not empty). Modules are compiled in a child process (see the package
+// documentation) unless opts say otherwise or this binary cannot be
+// started again.
+func New(cacheDir string, opts ...Option) (*Engine, error) {
+	o := options{Config: compiler.Config{OptLevel: wasmtime.OptLevelSpeed, MemoryLimit: DefaultCompileMemoryLimit}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	e := &Engine{eng: wasmtime.NewEngineWithConfig(o.WasmtimeConfig()), cc: o.Config, modules: map[string]*shared{}}
+	if !o.inProcess {
+		e.exe = compilerPath()
+	}
+	e.ctx, e.stop = context.WithCancel(context.Background())
 	if cacheDir != "" {
-		e.cacheDir = filepath.Join(cacheDir, cacheVersion)
+		// Serialized modules are only valid for the wasmtime version and
+		// settings that wrote them.
+		dir := cacheVersion
+		if o.OptLevel != wasmtime.OptLevelSpeed {
+			dir += fmt.Sprintf("-opt%d", o.OptLevel)
+		}
+		e.cacheDir = filepath.Join(cacheDir, dir)
 		if err := os.MkdirAll(e.cacheDir, 0o755); err != nil {
 			return nil, fmt.Errorf("compilation cache %s: %w", cacheDir, err)
 		}
@@ -66,38 +94,14 @@ func New(cacheDir string) (*Engine, error) {
 	return e, nil
 }
 
-// setFeatures enables the WebAssembly proposals wazero v1.12.0 enables by
-// default (api.CoreFeaturesV2: mutable globals, bulk memory, multi-value,
-// non-trapping float-to-int conversions, reference types, sign extension,
-// SIMD), so both engines accept the same modules, plus multi-memory, which
-// the interrupt flag's memory needs. Everything wasmtime-go can switch off
-// is off — threads above all: a shared memory's memory.atomic.wait32 blocks
-// in the engine, where no interrupt reaches it. (Non-trapping conversions,
-// sign extension and mutable globals cannot be switched off in wasmtime;
-// neither can extended constant expressions, which wasmtime accepts and
-// wazero does not.)
-func setFeatures(cfg *wasmtime.Config) {
-	cfg.SetWasmBulkMemory(true)
-	cfg.SetWasmMultiValue(true)
-	cfg.SetWasmReferenceTypes(true)
-	cfg.SetWasmSIMD(true)
-	cfg.SetWasmMultiMemory(true) // the interrupt flag's memory
-
-	cfg.SetWasmThreads(false)
-	cfg.SetWasmRelaxedSIMD(false)
-	cfg.SetWasmMemory64(false)
-	cfg.SetWasmTailCall(false)
-	cfg.SetWasmFunctionReferences(false)
-	cfg.SetWasmGC(false)
-	cfg.SetWasmWideArithmetic(false)
-}
-
 // Name implements engine.Engine.
 func (*Engine) Name() string { return "wasmtime" }
 
-// Close implements engine.Engine. It waits for compiles still running for
-// callers that gave up on them: they use the engine.
+// Close implements engine.Engine. It kills the compiler processes still
+// running for callers that gave up on them and waits for them (and for
+// compiles in process): they use the engine.
 func (e *Engine) Close(context.Context) error {
+	e.stop()
 	e.builds.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -137,19 +141,21 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 }
 
 // acquire returns the compiled module for key: shared in memory, else
-// deserialized from the disk cache, else compiled (and cached). wasmtime
-// cannot cancel a compile, so it runs on a goroutine of its own and acquire
-// gives up on it when ctx ends, returning ctx's error; the compile goes on
-// and, if no one wants its module by then, releases it (the disk cache
-// still gets it: the next load will want it).
+// deserialized from the disk cache, else compiled (and cached). The compile
+// runs on a goroutine of its own, and acquire gives up on it when ctx ends,
+// returning ctx's error; once no caller waits for it any more, the compile
+// is stopped — its compiler process killed. (Compiling in process, it
+// cannot be: it goes on and, if no one wants its module by then, releases
+// it, the disk cache still getting it.)
 func (e *Engine) acquire(ctx context.Context, key string, wasm []byte) (*shared, error) {
 	e.mu.Lock()
 	s, ok := e.modules[key]
 	if !ok {
-		s = &shared{done: make(chan struct{})}
+		bctx, cancel := context.WithCancel(e.ctx)
+		s = &shared{done: make(chan struct{}), cancel: cancel}
 		e.modules[key] = s
 		e.builds.Add(1)
-		go e.build(key, s, slices.Clone(wasm)) // the caller may reuse wasm once it gives up
+		go e.build(bctx, key, s, slices.Clone(wasm)) // the caller may reuse wasm once it gives up
 	}
 	s.refs++
 	e.mu.Unlock()
@@ -167,16 +173,13 @@ func (e *Engine) acquire(ctx context.Context, key string, wasm []byte) (*shared,
 }
 
 // build compiles (or loads) the module of s and hands it to its waiters.
-func (e *Engine) build(key string, s *shared, wasm []byte) {
+func (e *Engine) build(ctx context.Context, key string, s *shared, wasm []byte) {
 	defer e.builds.Done()
-	mod := e.loadCached(key)
+	defer s.cancel()
+	mod := e.loadCached(key) // a hit starts no compiler process
 	var err error
 	if mod == nil {
-		if mod, err = wasmtime.NewModule(e.eng, wasm); err != nil {
-			err = fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
-		} else {
-			e.storeCached(key, mod)
-		}
+		mod, err = e.compile(ctx, key, wasm)
 	}
 	if mod != nil {
 		e.live.Add(1)
@@ -198,7 +201,31 @@ func (e *Engine) build(key string, s *shared, wasm []byte) {
 	}
 }
 
-// unref drops a reference to s; the last one closes its module.
+// compile compiles wasm, in a compiler process unless there is none, and
+// stores the result in the disk cache.
+func (e *Engine) compile(ctx context.Context, key string, wasm []byte) (*wasmtime.Module, error) {
+	if e.exe == "" {
+		mod, err := wasmtime.NewModule(e.eng, wasm)
+		if err != nil {
+			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+		}
+		if e.cacheDir != "" {
+			if b, err := mod.Serialize(); err == nil {
+				e.storeCached(key, b)
+			}
+		}
+		return mod, nil
+	}
+	mod, b, err := e.compileInChild(ctx, wasm)
+	if err != nil {
+		return nil, err
+	}
+	e.storeCached(key, b)
+	return mod, nil
+}
+
+// unref drops a reference to s; the last one closes its module, or stops
+// its compile.
 func (e *Engine) unref(key string, s *shared) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -208,6 +235,14 @@ func (e *Engine) unref(key string, s *shared) {
 	select {
 	case <-s.done:
 	default:
+		if e.exe != "" {
+			// The compile is killed; whoever wants the module next
+			// compiles it anew.
+			s.cancel()
+			if e.modules[key] == s {
+				delete(e.modules, key)
+			}
+		}
 		return // still compiling: build releases it
 	}
 	if e.modules[key] == s {
@@ -234,14 +269,11 @@ func (e *Engine) loadCached(key string) *wasmtime.Module {
 	return mod
 }
 
-// storeCached writes mod to the disk cache, atomically, best effort: a
-// cache that cannot be written only costs the next process a compile.
-func (e *Engine) storeCached(key string, mod *wasmtime.Module) {
+// storeCached writes a serialized module to the disk cache, atomically,
+// best effort: a cache that cannot be written only costs the next process a
+// compile.
+func (e *Engine) storeCached(key string, b []byte) {
 	if e.cacheDir == "" {
-		return
-	}
-	b, err := mod.Serialize()
-	if err != nil {
 		return
 	}
 	_ = cachefile.Write(e.cachePath(key), b)

@@ -70,22 +70,32 @@ func waitBuilds(t *testing.T, e *Engine) {
 	}
 }
 
-// TestCompileGivesUpAtDeadline: wasmtime cannot cancel a compile, but
-// Compile returns the context's error at its deadline; the module compiled
-// for no one is then released, and a caller still waiting for the same
+// TestCompileGivesUpAtDeadline: Compile returns the context's error at its
+// deadline; the compile is then stopped (its compiler process killed) or,
+// in process, where wasmtime cannot cancel it, finishes and its module,
+// compiled for no one, is released. A caller still waiting for the same
 // module gets it.
 func TestCompileGivesUpAtDeadline(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		opts []Option
+	}{{"compiler process", nil}, {"in process", []Option{WithInProcessCompile()}}} {
+		t.Run(mode.name, func(t *testing.T) { testCompileGivesUpAtDeadline(t, mode.opts...) })
+	}
+}
+
+func testCompileGivesUpAtDeadline(t *testing.T, opts ...Option) {
 	wasm := bigModule(600, 400)
 	ctx := context.Background()
 	cfg := engine.ModuleConfig{MemoryLimitPages: 16}
 
-	e, err := New("")
+	e, err := New("", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
 
-	// Alone: give up, and nothing is left once the compile finishes.
+	// Alone: give up, and nothing is left once the compile is over.
 	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	start := time.Now()
 	_, err = e.Compile(dctx, wasm, cfg)
@@ -99,7 +109,7 @@ func TestCompileGivesUpAtDeadline(t *testing.T) {
 	}
 	waitBuilds(t, e)
 	full := time.Since(start)
-	t.Logf("gave up after %v; the compile took %v", elapsed, full)
+	t.Logf("gave up after %v; the compile was over after %v", elapsed, full)
 	if n := e.live.Load(); n != 0 {
 		t.Errorf("%d modules alive after the abandoned compile, want 0", n)
 	}
@@ -111,7 +121,7 @@ func TestCompileGivesUpAtDeadline(t *testing.T) {
 	}
 
 	// Two callers of one module: one gives up, the other gets it.
-	e2, err := New("")
+	e2, err := New("", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +134,17 @@ func TestCompileGivesUpAtDeadline(t *testing.T) {
 		defer wg.Done()
 		patient, patientErr = e2.Compile(ctx, wasm, cfg)
 	}()
+	for {
+		// The patient caller first (else the impatient one could be
+		// alone, and its compile stopped).
+		e2.mu.Lock()
+		n := len(e2.modules)
+		e2.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	dctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
 	_, err = e2.Compile(dctx, wasm, cfg)
 	cancel()
