@@ -20,12 +20,24 @@ import (
 //	  call y
 //	end
 //
+// or, when stack is set (the first check on a path from a counted
+// function's entry: stack.go), one that also tests the stack counter s:
+//
+//	global.get g; i32.const w; i32.sub; global.set g
+//	global.get g; i32.const 1; i32.sub; global.get s; i32.or; i32.const 0; i32.lt_s
+//	if
+//	  global.get s; i32.const 0; i32.lt_s; if unreachable end
+//	  i32.const Budget; global.set g
+//	  call y
+//	end
+//
 // The budget is reset before the call, not after it: when the host stops
 // the call by panicking in the yield function, the global is left at
 // Budget. It never wraps: after every check it is in [1, Budget]; nothing
 // but a check and a bulk charge (at most 2^29, always followed by a check)
-// lowers it, and a check by at most maxRegion; so it stays above -2^30.
-func (w *rewriter) appendCheck(out []byte, charge uint32) []byte {
+// lowers it, and a check by at most maxRegion; so it stays above -2^30,
+// and g - 1 does not wrap either.
+func (w *rewriter) appendCheck(out []byte, charge uint32, stack bool) []byte {
 	if !w.remap {
 		return append(out, w.check...)
 	}
@@ -34,7 +46,15 @@ func (w *rewriter) appendCheck(out []byte, charge uint32) []byte {
 	out = appendSLEB(append(out, 0x41), int64(charge))
 	out = appendLEB(append(out, 0x6b, 0x24), g)
 	out = appendLEB(append(out, 0x23), g)
-	out = append(out, 0x41, 0x01, 0x48, 0x04, 0x40, 0x41) // i32.const 1; i32.lt_s; if; i32.const
+	if stack {
+		out = append(out, 0x41, 0x01, 0x6b) // i32.const 1; i32.sub
+		out = appendLEB(append(out, 0x23), uint64(w.stack))
+		out = append(out, 0x72, 0x41, 0x00, 0x48, 0x04, 0x40) // i32.or; i32.const 0; i32.lt_s; if
+		out = appendLEB(append(out, 0x23), uint64(w.stack))
+		out = append(out, 0x41, 0x00, 0x48, 0x04, 0x40, 0x00, 0x0b, 0x41) // i32.const 0; i32.lt_s; if unreachable end; i32.const
+	} else {
+		out = append(out, 0x41, 0x01, 0x48, 0x04, 0x40, 0x41) // i32.const 1; i32.lt_s; if; i32.const
+	}
 	out = appendSLEB(out, int64(w.budget))
 	out = appendLEB(append(out, 0x24), g)
 	out = appendLEB(append(out, 0x10), uint64(w.yield))
@@ -52,38 +72,67 @@ func (w *rewriter) fn(f uint32) uint32 {
 	return f + 1
 }
 
-// funcTypeInfo returns the parameter count of each type in a type section
-// and the block type of its results (0x40, or the one value type; nil for
-// several), refusing any entry but a function type: a recursion group (GC)
-// holds several types, so the entries would not count the type indices.
-func funcTypeInfo(body []byte) (params []uint32, results [][]byte) {
+// sig is what the rewrite needs of a function type.
+type sig struct {
+	params, results uint32
+	// bt: the block type of the results (0x40, or the one value type);
+	// nil for several (FlagBudget gives those a type of their own: see
+	// wrapTypes).
+	bt []byte
+	// res: the results' value types as encoded.
+	res []byte
+	// ints and floats: the parameters ([0]) and results ([1]) that
+	// wazero passes in integer registers (i32, i64, references) and in
+	// float registers (f32, f64, v128).
+	ints, floats [2]uint32
+	// v128: a parameter or result is a v128.
+	v128 bool
+}
+
+// funcTypeInfo returns the function types of a type section, refusing any
+// entry but a function type: a recursion group (GC) holds several types,
+// so the entries would not count the type indices.
+func funcTypeInfo(body []byte) []sig {
 	r := &reader{b: body}
+	var sigs []sig
 	for k := r.u32(); k > 0; k-- {
 		if form := r.byte(); form != 0x60 {
 			fail(fmt.Sprintf("unknown type form 0x%02x", form))
 		}
-		p := r.u32()
-		for i := p; i > 0; i-- {
-			r.valType()
+		var s sig
+		s.params = r.u32()
+		for i := s.params; i > 0; i-- {
+			s.class(0, r.valType())
 		}
-		var bt []byte
-		switch q := r.u32(); q {
+		s.results = r.u32()
+		start := r.pos
+		for i := s.results; i > 0; i-- {
+			s.class(1, r.valType())
+		}
+		s.res = r.b[start:r.pos]
+		switch s.results {
 		case 0:
-			bt = []byte{0x40}
+			s.bt = []byte{0x40}
 		case 1:
-			start := r.pos
-			r.valType()
-			bt = r.b[start:r.pos]
-		default:
-			for ; q > 0; q-- {
-				r.valType()
-			}
+			s.bt = s.res
 		}
-		params = append(params, p)
-		results = append(results, bt)
+		sigs = append(sigs, s)
 	}
 	end(r)
-	return params, results
+	return sigs
+}
+
+// class counts a parameter (i 0) or result (i 1) of value type c.
+func (s *sig) class(i int, c byte) {
+	switch c {
+	case 0x7d, 0x7c: // f32 f64
+		s.floats[i]++
+	case 0x7b: // v128
+		s.floats[i]++
+		s.v128 = true
+	default:
+		s.ints[i]++
+	}
 }
 
 // readU32Vec reads a section that is a vector of u32 (the function
@@ -163,32 +212,49 @@ func bulkCharge(g, l uint32) []byte {
 }
 
 // instrumentBudgetFunction copies function body d (fr after its locals:
-// groups local groups declaring locals locals, the groups from groupsEnd)
-// with its checks placed (place.go); if it has a bulk instruction, it gets
-// an i32 local, after the others, to charge its lengths.
-func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, groupsEnd int, locals uint64, fn []byte) []byte {
+// groups local groups declaring locals locals, the groups from groupsEnd;
+// v128: one is a v128) with its checks placed (place.go); if it has a bulk
+// instruction, it gets an i32 local, after the others, to charge its
+// lengths, and if it keeps the stack counter (stack.go), a second.
+func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, groupsEnd int, locals uint64, v128 bool, fn []byte) []byte {
 	if d >= len(w.params) {
 		fail("more function bodies than functions")
 	}
 	l := uint64(w.params[d]) + locals
-	if l >= 1<<32-1 || groups == 1<<32-1 {
+	if l >= 1<<32-2 || groups == 1<<32-1 {
 		fail("too many locals")
 	}
 	w.bulkLocal, w.usedBulk = uint32(l), false
 	w.charge = bulkCharge(uint32(w.globals), uint32(l))
+	p := &w.place
+	s := w.sigs[w.funcTypes[int(w.yield)+d]]
+	p.depth, p.params, p.results, p.locals = w.depth, s.params, s.results, locals
+	p.fnV128, p.savedIndex = v128 || s.v128, int64(l)+1
 	localsEnd := fr.pos
 	code := fr.b[fr.pos:]
-	w.place.placeFunction(code, w.results[d])
+	p.placeFunction(code, w.results[d])
+	if p.counted {
+		p.sizeFrame(code)
+	}
 	w.curOrds = nil
-	w.body = w.place.emit(code, w.body[:0])
-	if w.usedBulk {
+	w.body = p.emit(code, w.body[:0])
+	if w.usedBulk || p.saved >= 0 {
+		k := byte(1)
+		if p.saved >= 0 {
+			k = 2 // the first is the bulk local, used or not
+		}
 		fn = append(fn, leb(uint64(groups)+1)...)
 		fn = append(fn, fr.b[groupsEnd:localsEnd]...)
-		fn = append(fn, 0x01, 0x7f) // (local i32)
+		fn = append(fn, k, 0x7f) // (local i32) or (local i32 i32)
 	} else {
 		fn = append(fn, fr.b[:localsEnd]...)
 	}
 	w.ords = append(w.ords, w.curOrds)
+	if p.counted {
+		w.frames = append(w.frames, p.frame)
+	} else {
+		w.frames = append(w.frames, -1)
+	}
 	return append(fn, w.body...)
 }
 

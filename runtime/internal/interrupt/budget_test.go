@@ -38,6 +38,45 @@ func wantBudgetCheck(g, y, w uint32) []byte {
 		[]byte{0x41, 0x01, 0x48, 0x04, 0x40, 0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
 }
 
+// wantStackEnter spells out a counted function's entry taking e bytes from
+// stack counter g, independently of appendStackEnter:
+//
+//	global.get g; i32.const e; i32.sub; global.set g
+func wantStackEnter(g uint32, e int64) []byte {
+	x := leb(uint64(g))
+	return cat([]byte{0x23}, x, []byte{0x41}, sleb(e), []byte{0x6b, 0x24}, x)
+}
+
+// wantStackCheck spells out the first check of a counted function, for
+// budget global g, yield y and stack counter s, charging w:
+//
+//	global.get g; i32.const w; i32.sub; global.set g
+//	global.get g; i32.const 1; i32.sub; global.get s; i32.or; i32.const 0; i32.lt_s; if
+//	  global.get s; i32.const 0; i32.lt_s; if unreachable end
+//	  i32.const 524288; global.set g; call y
+//	end
+func wantStackCheck(g, y, s, w uint32) []byte {
+	x, z := leb(uint64(g)), leb(uint64(s))
+	return cat([]byte{0x23}, x, []byte{0x41}, sleb(int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
+		[]byte{0x41, 1, 0x6b, 0x23}, z, []byte{0x72, 0x41, 0, 0x48, 0x04, 0x40, 0x23}, z, []byte{0x41, 0, 0x48, 0x04, 0x40, 0x00, 0x0b},
+		[]byte{0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
+}
+
+// wantStackExit: global.get g; i32.const e; i32.add; global.set g.
+func wantStackExit(g uint32, e int64) []byte {
+	x := leb(uint64(g))
+	return cat([]byte{0x23}, x, []byte{0x41}, sleb(e), []byte{0x6a, 0x24}, x)
+}
+
+// wantStackGlobal is the stack counter's global: (mut i32) (i32.const
+// StackLimit).
+func wantStackGlobal() []byte { return cat([]byte{0x7f, 0x01, 0x41}, sleb(StackLimit), []byte{0x0b}) }
+
+// wantStackExport is the export of global g as StackName.
+func wantStackExport(g uint32) []byte {
+	return cat([]byte{byte(len(StackName))}, []byte(StackName), []byte{0x03}, leb(uint64(g)))
+}
+
 // wantBudgetLines is the check as wasm2wat --no-debug-names prints it; "*"
 // matches what it charges.
 func wantBudgetLines(g, y uint32) []string {
@@ -178,10 +217,11 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 		seen[s.id] = true
 		r := &reader{b: s.body}
 		old, hadOld := inByID[s.id]
-		appended := func(wantCount uint32, item []byte) {
+		appended := func(wantCount uint32, items ...[]byte) {
 			tb.Helper()
-			if n := r.u32(); n != wantCount+1 {
-				tb.Fatalf("section %d: %d items, want %d", s.id, n, wantCount+1)
+			item := cat(items...)
+			if n := r.u32(); n != wantCount+uint32(len(items)) {
+				tb.Fatalf("section %d: %d items, want %d", s.id, n, wantCount+uint32(len(items)))
 			}
 			if !bytes.HasSuffix(s.body, item) {
 				tb.Fatalf("section %d does not end with % x: % x", s.id, item, s.body)
@@ -192,23 +232,30 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 		}
 		switch s.id {
 		case secType:
-			appended(f.types, []byte{0x60, 0x00, 0x00})
+			appended(f.types, append([][]byte{{0x60, 0x00, 0x00}}, wantWrapTypes(tb, inByID[secType])...)...)
 		case secImport:
 			appended(f.imports, yieldImport(f.types))
 		case secGlobal:
-			if n := r.u32(); n != f.definedGlobals+1 {
-				tb.Fatalf("%d globals defined, want %d", n, f.definedGlobals+1)
+			if n := r.u32(); n != f.definedGlobals+2 {
+				tb.Fatalf("%d globals defined, want %d", n, f.definedGlobals+2)
 			}
-			if !bytes.HasSuffix(s.body, []byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b}) {
-				tb.Fatalf("the last global is not (mut i32) (i32.const %d): % x", Budget, s.body)
+			if !bytes.HasSuffix(s.body, cat([]byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b, 0x7f, 0x01, 0x41}, sleb(StackLimit), []byte{0x0b})) {
+				tb.Fatalf("the last globals are not (mut i32) (i32.const %d) (mut i32) (i32.const %d): % x", Budget, StackLimit, s.body)
 			}
 		case secExport:
 			or := &reader{b: old}
 			n := r.u32()
-			if on := or.u32(); on != n {
-				tb.Fatalf("%d exports, want %d", n, on)
+			var on uint32
+			if hadOld {
+				on = or.u32()
 			}
-			for ; n > 0; n-- {
+			if n != on+1 {
+				tb.Fatalf("%d exports, want %d", n, on+1)
+			}
+			if !bytes.HasSuffix(s.body, exportEntry(StackName, kindGlobal, f.imported.globals+f.definedGlobals+1)) {
+				tb.Fatalf("the last export is not the stack counter: % x", s.body)
+			}
+			for n--; n > 0; n-- {
 				name, kind, idx := r.name(), r.byte(), r.u32()
 				oname, okind, oidx := or.name(), or.byte(), or.u32()
 				if kind == 0x00 {
@@ -247,7 +294,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			tb.Fatalf("section %d vanished", id)
 		}
 	}
-	for _, id := range []byte{secType, secImport, secGlobal} {
+	for _, id := range []byte{secType, secImport, secGlobal, secExport} {
 		if !seen[id] {
 			tb.Fatalf("no section %d", id)
 		}
@@ -292,6 +339,35 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 	if j != len(outNames) {
 		tb.Fatalf("custom sections appeared: %q", outNames[j:])
 	}
+}
+
+// wantWrapTypes spells out the types FlagBudget appends after the yield's
+// for a type section's types with several results: () -> (results), once
+// for each list of results, in order.
+func wantWrapTypes(tb testing.TB, types []byte) [][]byte {
+	tb.Helper()
+	if types == nil {
+		return nil
+	}
+	var out [][]byte
+	seen := map[string]bool{}
+	r := &reader{b: types}
+	for n := r.u32(); n > 0; n-- {
+		r.byte()
+		for p := r.u32(); p > 0; p-- {
+			r.valType()
+		}
+		start := r.pos
+		k := r.u32()
+		for i := k; i > 0; i-- {
+			r.valType()
+		}
+		if res := r.b[start:r.pos]; k >= 2 && !seen[string(res)] {
+			seen[string(res)] = true
+			out = append(out, cat([]byte{0x60, 0x00}, res))
+		}
+	}
+	return out
 }
 
 // budgetWabtCheck validates a FlagBudget output with wabt and checks in its
@@ -415,8 +491,8 @@ func TestInstrumentBudgetGolden(t *testing.T) {
 		0x0b, // end
 	}
 	w := rewriter{remap: true, globals: 2, yield: 1, budget: Budget}
-	if !bytes.Equal(check, wantBudgetCheck(2, 1, 392)) || !bytes.Equal(check, w.appendCheck(nil, 392)) {
-		t.Fatalf("the check is not the documented bytes: % x", w.appendCheck(nil, 392))
+	if !bytes.Equal(check, wantBudgetCheck(2, 1, 392)) || !bytes.Equal(check, w.appendCheck(nil, 392, false)) {
+		t.Fatalf("the check is not the documented bytes: % x", w.appendCheck(nil, 392, false))
 	}
 	// Both functions start lazily, owing their callers callSlack (384)
 	// and the call (8): 392 units. $1 calls at once, which needs a
@@ -424,7 +500,16 @@ func TestInstrumentBudgetGolden(t *testing.T) {
 	// exitSlack + retCost = 24 at its end (> exitSlack): a check. $2's
 	// loop: its header charges the back edge (br: 1); its entry edge (392)
 	// costs far more, so a check before the loop charges it.
-	f1 := cat([]byte{0}, wantBudgetCheck(2, 1, 392), []byte{0x10, 3}, wantBudgetCheck(2, 1, 24), []byte{0x0b})
+	//
+	// The stack counter is global 3. $1 calls: it takes its frame's
+	// estimate at its entry, its first check (before the call) also
+	// tests the counter, and it gives the frame back after the check at
+	// its end: frameBase (400) + 8 x 29 slots = 632. The slots: 3 for the
+	// call (its value, and wazero's reloads of the memory's base and
+	// length after it), 8 for each of the two checks and 8 for the
+	// counter's own code (the instrumentation's values can be spilled
+	// too), 2 for the function's merge. $2 calls nothing: not counted.
+	f1 := cat([]byte{0}, wantStackEnter(3, 632), wantStackCheck(2, 1, 3, 392), []byte{0x10, 3}, wantBudgetCheck(2, 1, 24), wantStackExit(3, 632), []byte{0x0b})
 	f2 := cat([]byte{0}, wantBudgetCheck(2, 1, 392), []byte{0x03, 0x40}, wantBudgetCheck(2, 1, 1), []byte{0x0c, 0, 0x0b, 0x0b})
 	code := append(append(append([]byte{2, byte(len(f1))}, f1...), byte(len(f2))), f2...)
 	want := mod(
@@ -432,8 +517,8 @@ func TestInstrumentBudgetGolden(t *testing.T) {
 		sec(2, append([]byte{3, 1, 'e', 1, 'f', 0x00, 0, 1, 'e', 1, 'g', 0x03, 0x7f, 0x00}, yieldImport(1)...)...),
 		sec(3, 2, 0, 0),
 		sec(4, 1, 0x70, 0x00, 1),
-		sec(6, 2, 0x7f, 0, 0x41, 1, 0x0b, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b),
-		sec(7, 1, 1, 'x', 0x00, 3),
+		sec(6, cat([]byte{3, 0x7f, 0, 0x41, 1, 0x0b, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b}, wantStackGlobal())...),
+		sec(7, cat([]byte{2, 1, 'x', 0x00, 3}, wantStackExport(3))...),
 		sec(8, 2),
 		sec(9, 1, 0, 0x41, 0, 0x0b, 1, 3),
 		sec(10, code...),
@@ -446,13 +531,15 @@ func TestInstrumentBudgetGolden(t *testing.T) {
 		budgetWabtCheck(t, wasm, out)
 	}
 
-	// A module with nothing but a header gets the type, import and
-	// global sections, in order.
+	// A module with nothing but a header gets the type, import, global
+	// and export sections, in order.
 	out, err = InstrumentWith(mod(), FlagBudget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = mod(sec(1, 1, 0x60, 0, 0), sec(2, append([]byte{1}, yieldImport(0)...)...), sec(6, 1, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b))
+	want = mod(sec(1, 1, 0x60, 0, 0), sec(2, append([]byte{1}, yieldImport(0)...)...),
+		sec(6, cat([]byte{2, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b}, wantStackGlobal())...),
+		sec(7, cat([]byte{1}, wantStackExport(1))...))
 	if !bytes.Equal(out, want) {
 		t.Fatalf("empty module: got  % x\nwant % x", out, want)
 	}
@@ -520,12 +607,16 @@ func TestInstrumentBudgetOtherIndices(t *testing.T) {
 	f1 := cat([]byte{0}, wantBudgetCheck(0, 1, 392), []byte{0x12, 3, 0x0b})
 	f2 := cat([]byte{0, 0xd2, 2, 0x1a}, wantBudgetCheck(0, 1, 394), []byte{0x0b})
 	code := append(append(append([]byte{2, byte(len(f1))}, f1...), byte(len(f2))), f2...)
+	// Neither function is counted on the stack: $1 only tail-calls (a
+	// jump in wazero: () -> () passes nothing on its stack), $2 calls
+	// nothing.
 	want := mod(
 		sec(1, 2, 0x60, 0, 0, 0x60, 0, 0),
 		sec(2, append([]byte{2, 1, 'e', 1, 'f', 0x00, 0}, yieldImport(1)...)...),
 		sec(3, 2, 0, 0),
 		sec(4, 1, 0x40, 0x00, 0x70, 0x00, 1, 0xd2, 3, 0x0b),
-		sec(6, 1, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b),
+		sec(6, cat([]byte{2, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b}, wantStackGlobal())...),
+		sec(7, cat([]byte{1}, wantStackExport(1))...),
 		sec(9, 1, 3, 0x00, 1, 2),
 		sec(10, code...),
 	)

@@ -35,7 +35,13 @@
 //     by one: calls, ref.func, element segments, exports, the start
 //     function and the name section's function, local and label names.
 //     Modules with 64-bit memories or tables are refused (their lengths
-//     are i64; wazero has no memory64 anyway).
+//     are i64; wazero has no memory64 anyway). FlagBudget also bounds
+//     wazero's call stack, which the linear-memory limit does not cover:
+//     a second mutable i32 global the guest cannot name, exported as
+//     StackName so the host can tell a stack overflow from other traps,
+//     counts the bytes of estimated frames a call may still push
+//     (StackLimit), and the first check on every path to a call traps
+//     (unreachable) once it is spent (stack.go).
 //
 // The rewriter decodes every instruction and fails closed: an opcode it
 // does not know, a structure it cannot follow, an instruction that could
@@ -47,7 +53,11 @@
 // after the rewrite, is an error, never a silently wrong module. (No
 // original function index reaches FlagBudget's yield import, and the type
 // it adds is only a signature: a module that names it, invalid before,
-// gains nothing a module declaring it itself would not have.)
+// gains nothing a module declaring it itself would not have; nor do the
+// types [] -> results it adds for blocks around the bodies of functions
+// with several results.) FlagBudget refuses a tail call that wazero makes
+// a plain call (its parameters or results do not fit in registers) inside
+// a try block (stack.go).
 package interrupt
 
 import (
@@ -62,7 +72,7 @@ const GlobalName = "wasmprov_interrupt"
 // instrumented modules key the cache by it: bump it whenever Instrument's
 // output for some input changes (the golden tests pin the bytes, so such a
 // change fails them first).
-const FormatVersion = 2
+const FormatVersion = 3
 
 // MemoryName is the export name of the interrupt flag's memory in
 // FlagMemory mode. It may equal GlobalName: a module gets one or the other.
@@ -139,16 +149,25 @@ type section struct {
 // Instrument returns the module instrumented in FlagGlobal mode.
 func Instrument(wasm []byte) ([]byte, error) { return InstrumentWith(wasm, FlagGlobal) }
 
-// addition is an item the rewrite appends to a section's vector, creating
-// the section in its place if the module has none.
+// addition is the items the rewrite appends to a section's vector,
+// creating the section in its place if the module has none.
 type addition struct {
-	id   byte
-	item []byte
+	id    byte
+	items [][]byte
+}
+
+// vec is the section of the items alone.
+func (a addition) vec() []byte {
+	out := leb(uint64(len(a.items)))
+	for _, it := range a.items {
+		out = append(out, it...)
+	}
+	return out
 }
 
 // InstrumentWith returns the module instrumented to read the flag f says.
 func InstrumentWith(wasm []byte, f Flag) ([]byte, error) {
-	out, _, err := instrument(wasm, f, Budget)
+	out, _, err := instrumentWith(wasm, f, options{budget: Budget, stack: StackLimit})
 	return out, err
 }
 
@@ -156,6 +175,29 @@ func InstrumentWith(wasm []byte, f Flag) ([]byte, error) {
 // small, down to 1: a yield at every check); stats counts the checks it
 // placed, by reason.
 func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReasons]int, err error) {
+	out, rep, err := instrumentWith(wasm, f, options{budget: budget, stack: StackLimit})
+	return out, rep.stats, err
+}
+
+// report is what instrumentWith says of its work (tests and tuning): the
+// checks placed, by reason, and (FlagBudget) each defined function's frame
+// estimate, -1 for a function it does not count.
+type report struct {
+	stats  [numReasons]int
+	frames []int32
+}
+
+// options are the limits FlagBudget writes into the module (the tests make
+// them small).
+type options struct {
+	// budget: Budget.
+	budget int32
+	// stack: StackLimit.
+	stack int32
+}
+
+func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err error) {
+	budget := o.budget
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(decodeError); ok {
@@ -180,8 +222,8 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 	}
 	var imported imports
 	var types, definedGlobals, definedMemories uint32
-	var typeParams, funcTypes []uint32 // FlagMemory, FlagBudget
-	var typeResults [][]byte
+	var funcTypes []uint32 // FlagMemory, FlagBudget
+	var sigs []sig
 	placed := f == FlagMemory || f == FlagBudget
 	have := map[byte]bool{}
 	for _, s := range secs {
@@ -194,8 +236,8 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 		switch s.id {
 		case secType:
 			if placed { // FlagGlobal never reads it
-				typeParams, typeResults = funcTypeInfo(s.body)
-				types = uint32(len(typeParams))
+				sigs = funcTypeInfo(s.body)
+				types = uint32(len(sigs))
 			}
 		case secFunction:
 			if placed {
@@ -230,8 +272,8 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 		w = rewriter{globals: uint64(g), memories: noLimit}
 		w.check = append(append([]byte{0x23}, leb(uint64(g))...), 0x04, 0x40, 0x00, 0x0b)
 		adds = []addition{
-			{secGlobal, []byte{0x7f, 0x01, 0x41, 0x00, 0x0b}}, // (mut i32) (i32.const 0)
-			{secExport, exportEntry(GlobalName, kindGlobal, g)},
+			{secGlobal, [][]byte{{0x7f, 0x01, 0x41, 0x00, 0x0b}}}, // (mut i32) (i32.const 0)
+			{secExport, [][]byte{exportEntry(GlobalName, kindGlobal, g)}},
 		}
 	case FlagMemory:
 		m := uint64(imported.memories) + uint64(definedMemories)
@@ -241,8 +283,8 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 		w = rewriter{globals: noLimit, memories: m, placed: true}
 		w.check = memoryCheck(uint32(m))
 		adds = []addition{
-			{secMemory, []byte{0x01, 0x01, 0x01}}, // limits min 1 max 1
-			{secExport, exportEntry(MemoryName, kindMemory, uint32(m))},
+			{secMemory, [][]byte{{0x01, 0x01, 0x01}}}, // limits min 1 max 1
+			{secExport, [][]byte{exportEntry(MemoryName, kindMemory, uint32(m))}},
 		}
 		for _, s := range secs {
 			if s.id == secExport {
@@ -260,23 +302,40 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 		if g >= noLimit || uint64(types) >= noLimit-1 {
 			fail("too many globals or types")
 		}
-		w = rewriter{globals: g, memories: noLimit, remap: true, placed: true, yield: imported.funcs, budget: budget}
-		yield := append(append(append(leb(uint64(len(YieldModule))), YieldModule...), leb(uint64(len(YieldName)))...), YieldName...)
-		adds = []addition{
-			{secType, []byte{0x60, 0x00, 0x00}},                                                 // (func)
-			{secImport, append(append(yield, 0x00), leb(uint64(types))...)},                     // (import YieldModule YieldName (func (type T)))
-			{secGlobal, append(append([]byte{0x7f, 0x01, 0x41}, sleb(int64(budget))...), 0x0b)}, // (mut i32) (i32.const Budget)
+		if o.stack < 1 {
+			fail("stack limit below 1")
 		}
+		w = rewriter{globals: g, memories: noLimit, remap: true, placed: true, yield: imported.funcs, budget: budget,
+			depth: true, stack: uint32(g) + 1, stackLimit: o.stack}
+		yield := append(append(append(leb(uint64(len(YieldModule))), YieldModule...), leb(uint64(len(YieldName)))...), YieldName...)
+		wrap := wrapTypes(sigs, types+1)
+		if uint64(types)+1+uint64(len(wrap.items)) >= noLimit {
+			fail("too many types")
+		}
+		adds = []addition{
+			{secType, append([][]byte{{0x60, 0x00, 0x00}}, wrap.items...)},            // (func), then the wraps' types
+			{secImport, [][]byte{append(append(yield, 0x00), leb(uint64(types))...)}}, // (import YieldModule YieldName (func (type T)))
+			{secGlobal, [][]byte{append(append([]byte{0x7f, 0x01, 0x41}, sleb(int64(budget))...), 0x0b), // (mut i32) (i32.const Budget)
+				append(append([]byte{0x7f, 0x01, 0x41}, sleb(int64(o.stack))...), 0x0b)}}, // (mut i32) (i32.const StackLimit)
+			{secExport, [][]byte{exportEntry(StackName, kindGlobal, uint32(g)+1)}},
+		}
+		for i := range sigs {
+			if bt, ok := wrap.bt[i]; ok {
+				sigs[i].bt = bt
+			}
+		}
+		w.sigs = sigs
+		w.funcTypes = append(imported.funcTypes[:len(imported.funcTypes):len(imported.funcTypes)], funcTypes...)
 	}
 
 	if placed {
 		w.params = make([]uint32, len(funcTypes))
 		w.results = make([][]byte, len(funcTypes))
 		for i, t := range funcTypes {
-			if uint64(t) >= uint64(len(typeParams)) {
+			if uint64(t) >= uint64(len(sigs)) {
 				fail(fmt.Sprintf("type index %d out of range", t))
 			}
-			w.params[i], w.results[i] = typeParams[t], typeResults[t]
+			w.params[i], w.results[i] = sigs[t].params, sigs[t].bt
 		}
 	}
 	w.place.w = &w
@@ -287,7 +346,7 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 		// module lacks.
 		for i, a := range adds {
 			if !inserted[i] && !have[a.id] && after(s.id, a.id) {
-				outSecs = append(outSecs, section{a.id, append(leb(1), a.item...)})
+				outSecs = append(outSecs, section{a.id, a.vec()})
 				inserted[i] = true
 			}
 		}
@@ -296,7 +355,7 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 		}
 		for i, a := range adds {
 			if s.id == a.id {
-				s.body = appendToVec(s.body, a.item)
+				s.body = appendToVec(s.body, a.items...)
 				inserted[i] = true
 			}
 		}
@@ -312,7 +371,7 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 	}
 	for i, a := range adds {
 		if !inserted[i] {
-			outSecs = append(outSecs, section{a.id, append(leb(1), a.item...)})
+			outSecs = append(outSecs, section{a.id, a.vec()})
 		}
 	}
 	if w.remap {
@@ -328,7 +387,7 @@ func instrument(wasm []byte, f Flag, budget int32) (out []byte, stats [numReason
 		out = append(out, leb(uint64(len(s.body)))...)
 		out = append(out, s.body...)
 	}
-	return out, w.place.stats, nil
+	return out, report{stats: w.place.stats, frames: w.frames}, nil
 }
 
 // dropMisreadNames drops a "name" custom section whose module, function or
@@ -423,19 +482,24 @@ func after(id, want byte) bool {
 	return o > order[want]
 }
 
-func appendToVec(body, item []byte) []byte {
+func appendToVec(body []byte, items ...[]byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := leb(uint64(n) + 1)
+	out := leb(uint64(n) + uint64(len(items)))
 	out = append(out, body[r.pos:]...)
-	return append(out, item...)
+	for _, it := range items {
+		out = append(out, it...)
+	}
+	return out
 }
 
 // imports counts a module's imports. yield says whether one comes from
 // YieldModule.
 type imports struct {
 	funcs, globals, memories uint32
-	yield                    bool
+	// funcTypes: the type index of each imported function.
+	funcTypes []uint32
+	yield     bool
 	// limits64: a memory or table with 64-bit indices is imported.
 	limits64 bool
 }
@@ -450,7 +514,7 @@ func countImports(body []byte) imports {
 		r.name()
 		switch kind := r.byte(); kind {
 		case 0x00: // func
-			r.u32()
+			n.funcTypes = append(n.funcTypes, r.u32())
 			n.funcs++
 		case 0x01: // table
 			r.refType()
@@ -472,16 +536,20 @@ func countImports(body []byte) imports {
 	return n
 }
 
-// checkExportName refuses a module that already exports the flag's name.
+// checkExportName refuses a module that already exports the flag's name
+// (FlagBudget: StackName, or GlobalName).
 func checkExportName(body []byte, f Flag) {
-	name := GlobalName // FlagGlobal's export; FlagBudget refuses it too
-	if f == FlagMemory {
-		name = MemoryName
+	name, other := GlobalName, GlobalName // FlagGlobal's export
+	switch f {
+	case FlagMemory:
+		name, other = MemoryName, MemoryName
+	case FlagBudget:
+		other = StackName
 	}
 	r := &reader{b: body}
 	for n := r.u32(); n > 0; n-- {
-		if r.name() == name {
-			fail("the module already exports " + name)
+		if e := r.name(); e == name || e == other {
+			fail("the module already exports " + e)
 		}
 		r.byte()
 		r.u32()
@@ -572,7 +640,17 @@ type rewriter struct {
 	usedBulk  bool
 	// budget (FlagBudget): the budget a yield resets (Budget).
 	budget int32
-	body   []byte // scratch
+	// The stack bound (FlagBudget: depth; stack.go): the counter's global
+	// index and initial value; the module's types, and the type of each
+	// function (imported ones first).
+	depth      bool
+	stack      uint32
+	stackLimit int32
+	sigs       []sig
+	funcTypes  []uint32
+	frames     []int32       // report.frames
+	frame      frameAnalysis // place.sizeFrame's
+	body       []byte        // scratch
 }
 
 func (w *rewriter) global(idx uint32) {
@@ -613,13 +691,14 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 		groups := fr.u32()
 		groupsEnd := fr.pos
 		var locals uint64
+		v128 := false
 		for l := groups; l > 0; l-- {
 			locals += uint64(fr.u32())
-			fr.valType()
+			v128 = fr.valType() == 0x7b || v128
 		}
 		switch {
 		case w.remap:
-			fn = w.instrumentBudgetFunction(d, fr, groups, groupsEnd, locals, fn)
+			fn = w.instrumentBudgetFunction(d, fr, groups, groupsEnd, locals, v128, fn)
 		case w.placed:
 			if d >= len(w.results) {
 				fail("more function bodies than functions")
@@ -823,14 +902,19 @@ func (r *reader) s64() { r.u64() } // the same bytes; the value is not needed
 
 func (r *reader) name() string { return string(r.bytes(int(r.u32()))) }
 
-func (r *reader) valType() {
+// valType reads a value type and returns its first byte.
+func (r *reader) valType() byte {
 	switch c := r.byte(); c {
 	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+		return c
 	case 0x69: // exnref (exception handling, which wazero decodes)
+		return c
 	case 0x63, 0x64: // (ref null ht), (ref ht)
 		r.s64()
+		return c
 	default:
 		fail(fmt.Sprintf("unknown value type 0x%02x", c))
+		return 0
 	}
 }
 
@@ -857,6 +941,26 @@ func (r *reader) memArg() (flags, mem uint32) {
 	}
 	r.u64() // offset (u64 for memory64)
 	return flags, mem
+}
+
+// typeIndex reads a block type's type index (s33), refusing a negative one.
+func (r *reader) typeIndex() uint32 {
+	var v int64
+	var shift uint
+	for {
+		c := r.byte()
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if c&0x40 != 0 || v >= 1<<32 {
+				fail("block type out of range")
+			}
+			return uint32(v)
+		}
+		if shift >= 35 {
+			fail("LEB128 too long")
+		}
+	}
 }
 
 func (r *reader) blockType() {

@@ -150,7 +150,10 @@ func FuzzInstrument(f *testing.F) {
 		}
 		defer orig.Close(ctx)
 		if budErr != nil {
-			if !strings.Contains(budErr.Error(), "already imports") && !strings.Contains(budErr.Error(), "already exports") {
+			// Refusals of valid modules: the names it adds, and a tail
+			// call wazero makes a call inside a try block (stack.go).
+			if !strings.Contains(budErr.Error(), "already imports") && !strings.Contains(budErr.Error(), "already exports") &&
+				!strings.Contains(budErr.Error(), "inside a try block") {
 				t.Fatalf("FlagBudget refuses a valid module: %v", budErr)
 			}
 		} else {

@@ -33,7 +33,10 @@ import "fmt"
 //     per frame. When more than the final end needs that check, the body
 //     is wrapped in a block of the function's results, its returns become
 //     branches to the block's end, and one check after it serves them all
-//     (not for functions with several results);
+//     (in FlagMemory, not for functions with several results; FlagBudget
+//     adds a type [] -> results for their block). FlagBudget also wraps
+//     the body of every function it counts on the stack (stack.go) that
+//     has more exits than its final end: the frame is given back there;
 //   - a landing whose cost cannot be known statically (a catch, catch_all,
 //     or try_table handler: reached from any throw in the try, or in a
 //     callee) gets a check at once, charged maxRegion;
@@ -44,11 +47,17 @@ import "fmt"
 // No path runs more than maxRegion units without passing a check, across
 // calls and returns too (the callee's first stretch and the caller's last
 // add up to at most maxRegion; the caller's next stretch starts from the
-// callee's last, at most exitSlack). One exception, bounded: in a function
-// with several results (not wrapped), a try_table handler that is the
-// function's own label (a branch out of the function) lands in the caller
-// with what its thrower ran since a check, at most maxRegion, and the
-// caller's next stretch is at most maxRegion.
+// callee's last, at most exitSlack). One exception, bounded (FlagMemory
+// only): in a function with several results (not wrapped), a try_table
+// handler that is the function's own label (a branch out of the function)
+// lands in the caller with what its thrower ran since a check, at most
+// maxRegion, and the caller's next stretch is at most maxRegion.
+//
+// The first check on a path from the function's entry is marked (first):
+// in a function FlagBudget counts on the stack it also tests the stack
+// counter, which every path to a call then does (stack.go). A handler's
+// landing inherits the entry paths of the try around it: a throw there
+// may precede any check.
 //
 // Each check charges (FlagBudget) the cost c of the paths that end at it,
 // so the budget falls by at least the units run. A loop header charges the
@@ -152,18 +161,28 @@ type frame struct {
 	// pre, head: a loop's edits for the check before it (editNone unless
 	// needed) and at its header; -1 in dead code.
 	pre, head int
+	// The stack estimate (FlagBudget, stack.go): sets counts the
+	// local.set and local.tee inside, arity the structure's parameters and
+	// results; landing: a handler lands at the label; try: a try_table or
+	// legacy try, whose handlers catch what its calls throw.
+	sets, arity  uint32
+	landing, try bool
 }
 
 // Edit kinds.
 const (
-	editNone      = iota // a dropped placeholder
-	editCheck            // the check, charging w
-	editTee              // local.tee of the bulk local, before a bulk instruction
-	editBulk             // charge the bulk length, then the check charging w
-	editFunc             // a function index (skip bytes) rewritten to w
-	editWrapOpen         // wrapped: block (the function's results)
-	editWrapClose        // wrapped: end, then the check charging w
-	editReturn           // wrapped: return (skip 1) becomes br w
+	editNone       = iota // a dropped placeholder
+	editCheck             // the check, charging w
+	editTee               // local.tee of the bulk local, before a bulk instruction
+	editBulk              // charge the bulk length, then the check charging w
+	editFunc              // a function index (skip bytes) rewritten to w
+	editWrapOpen          // wrapped: block (the function's results)
+	editWrapClose         // wrapped: end, then the check charging w
+	editReturn            // return (skip 1; or inserted, skip 0): br w when wrapped and flag or counted
+	editStackEnter        // counted: the entry (stack.go)
+	editStackExit         // counted: give the frame back
+	editResync            // counted, with a handler: a landing sets the counter back
+	editByte              // the byte w (skip: the opcode it replaces)
 )
 
 type edit struct {
@@ -173,6 +192,15 @@ type edit struct {
 	// ord: the number of the function's labels opened before the
 	// inserted code (label names move past its if).
 	ord uint32
+	// flag: editReturn, the exit needs the check after the block around
+	// the body; editWrapClose, a check follows the block; editCheck, a
+	// handler lands here (editResync after the check).
+	flag bool
+	// first: a check (editCheck, editBulk) that is the first on some path
+	// from the function's entry and not at an exit (only an exit follows
+	// those): in a counted function it also tests the stack counter
+	// (stack.go).
+	first bool
 }
 
 // placer holds one function's analysis; its slices are reused.
@@ -196,6 +224,26 @@ type placer struct {
 	bt                    []byte
 	exitC                 int32
 	exitEntry             bool
+	// The stack bound (FlagBudget: depth; stack.go): the function's
+	// parameters, declared locals and results, whether it uses v128 and
+	// the index of the local that would keep the counter (savedIndex);
+	// what the estimate counts (n instructions, merges, args); whether it
+	// calls and has handlers; exitAllC, exitAllEntry: the returns that
+	// need no check (they go through the block too when counted); returned:
+	// there are such returns. counted, frame and saved (-1: none) are
+	// decided at the final end.
+	depth                  bool
+	params, results        uint32
+	locals                 uint64
+	v128, fnV128           bool
+	savedIndex             int64
+	n, merges, args        uint64
+	hasCall, handlers      bool
+	exitAllC               int32
+	exitAllEntry, returned bool
+	counted                bool
+	frame                  int32
+	saved                  int64
 	// stats counts the checks placed, by reason (tests and tuning).
 	stats [numReasons]int
 }
@@ -229,7 +277,7 @@ func (p *placer) add(w int32) {
 // check inserts a check at pos charging c.
 func (p *placer) check(pos int, why int) {
 	p.stats[why]++
-	p.edits = append(p.edits, edit{pos: int32(pos), kind: editCheck, w: charge(p.c), ord: p.labels})
+	p.edits = append(p.edits, edit{pos: int32(pos), kind: editCheck, w: charge(p.c), ord: p.labels, first: (p.entry && why != reasonExit) || why == reasonEntry})
 	if p.entry {
 		p.induced++
 	}
@@ -344,6 +392,11 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 	p.edits, p.frames = p.edits[:0], append(p.frames[:0], frame{kind: frameFunc, br: dead})
 	p.lazy, p.induced, p.labels = lazy, 0, 0
 	p.wrap, p.routed, p.wrapped, p.exitC, p.exitEntry = p.bt != nil, false, false, dead, false
+	p.n, p.merges, p.args, p.hasCall, p.handlers, p.v128 = 0, 0, 0, false, false, p.fnV128
+	p.exitAllC, p.exitAllEntry, p.returned, p.counted, p.frame, p.saved = dead, false, false, false, 0, -1
+	if p.depth {
+		p.edits = append(p.edits, edit{kind: editStackEnter})
+	}
 	if p.wrap {
 		p.edits = append(p.edits, edit{kind: editWrapOpen})
 	}
@@ -361,19 +414,22 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 		}
 		pos := r.pos
 		op := r.byte()
+		p.n += values(op)
 		switch op {
 		case 0x02, 0x06: // block try
 			p.need(pos, 0)
-			r.blockType()
+			arity := p.blockType(r)
 			k := byte(frameBlock)
 			if op == 0x06 {
 				k = frameTry
+				p.handlers = true
 			}
-			p.frames = append(p.frames, frame{kind: k, br: dead, start: p.c, ends: dead, startEntry: p.entry})
+			p.frames = append(p.frames, frame{kind: k, br: dead, start: p.c, ends: dead, startEntry: p.entry, arity: arity, try: op == 0x06})
 			p.labels++
 		case 0x1f: // try_table bt catch*
 			p.need(pos, 0)
-			r.blockType()
+			arity := p.blockType(r)
+			p.handlers = true
 			// The handlers' labels are those around the try_table; a
 			// handler is entered at an unknown cost.
 			for n := r.u32(); n > 0; n-- {
@@ -381,24 +437,26 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 				case 0x00, 0x01:
 					r.u32()
 					l := r.u32()
+					p.landing(l)
 					if p.c >= 0 {
-						p.branchWith(l, unknownCost, false)
+						p.branchWith(l, unknownCost, p.entry)
 					}
 				case 0x02, 0x03:
 					l := r.u32()
+					p.landing(l)
 					if p.c >= 0 {
-						p.branchWith(l, unknownCost, false)
+						p.branchWith(l, unknownCost, p.entry)
 					}
 				default:
 					fail(fmt.Sprintf("unknown catch kind %d", k))
 				}
 			}
-			p.frames = append(p.frames, frame{kind: frameBlock, br: dead, start: p.c, ends: dead})
+			p.frames = append(p.frames, frame{kind: frameBlock, br: dead, start: p.c, ends: dead, arity: arity, try: true})
 			p.labels++
 		case 0x03: // loop bt
 			p.need(pos, 0)
-			r.blockType()
-			f := frame{kind: frameLoop, br: dead, start: p.c, startEntry: p.entry, pre: -1, head: -1}
+			arity := p.blockType(r)
+			f := frame{kind: frameLoop, br: dead, start: p.c, startEntry: p.entry, pre: -1, head: -1, arity: arity}
 			if p.c >= 0 {
 				f.pre = len(p.edits)
 				p.edits = append(p.edits, edit{pos: int32(pos), kind: editNone, ord: p.labels})
@@ -406,16 +464,16 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.labels++
 			if p.c >= 0 {
 				f.head = len(p.edits)
-				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editCheck, ord: p.labels})
+				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editCheck, ord: p.labels, first: p.entry})
 				p.stats[reasonLoop]++
 				p.c, p.entry = 0, false
 			}
 			p.frames = append(p.frames, f)
 		case 0x04: // if bt
 			p.need(pos, 1)
-			r.blockType()
+			arity := p.blockType(r)
 			p.add(1)
-			p.frames = append(p.frames, frame{kind: frameIf, br: dead, start: p.c, ends: dead, startEntry: p.entry})
+			p.frames = append(p.frames, frame{kind: frameIf, br: dead, start: p.c, ends: dead, startEntry: p.entry, arity: arity})
 			p.labels++
 		case 0x05: // else
 			p.need(pos, 0)
@@ -437,9 +495,14 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			}
 			f.ends = max32(f.ends, p.c)
 			f.endsEntry = f.endsEntry || p.entry
+			// A throw in the try may come before any check.
 			p.c, p.entry = dead, false
 			if f.start >= 0 {
-				p.c = unknownCost
+				p.c, p.entry = unknownCost, f.startEntry
+			}
+			// The handler is a landing.
+			if p.depth {
+				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editResync})
 			}
 		case 0x18: // delegate l (legacy): ends a try
 			p.need(pos, 0)
@@ -450,6 +513,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			}
 			p.frames = p.frames[:len(p.frames)-1]
 			p.target(l) // in range of the frames around the try
+			p.closeMerge(&f)
 			p.join(f.ends, f.endsEntry)
 			p.join(f.br, f.brEntry)
 		case 0x0b: // end
@@ -463,6 +527,10 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			}
 			p.need(pos, 0)
 			p.frames = p.frames[:len(p.frames)-1]
+			p.closeMerge(&f)
+			if p.depth && f.landing && f.kind != frameLoop {
+				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editResync})
+			}
 			switch f.kind {
 			case frameLoop:
 				p.closeLoop(&f)
@@ -494,15 +562,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.targets = append(p.targets[:0], l)
 			p.branchInstr(pos, 1, false)
 		case 0x0f: // return
-			if p.wrap && p.c >= 0 && p.c+1 > exitSlack {
-				// br to the block around the body, whose end checks.
-				p.edits = append(p.edits, edit{pos: int32(pos), skip: 1, kind: editReturn, w: uint32(len(p.frames) - 1)})
-				p.add(1)
-				p.route(p.c, p.entry)
-			} else {
-				p.exit(pos, 1)
-			}
-			p.c, p.entry = dead, false
+			p.ret(pos, 1)
 		case 0x00, 0x08, 0x09, 0x0a: // unreachable, throw tag, rethrow l, throw_ref
 			p.need(pos, 1)
 			if op == 0x08 || op == 0x09 {
@@ -513,19 +573,20 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.call(pos, costCall)
 			start := r.pos
 			f := r.u32()
+			how := p.callSig(pos, op == 0x12, 0x10, p.funcSig(f))
 			if w.remap && f >= w.yield {
 				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos - start), kind: editFunc, w: w.fn(f)})
 			}
-			p.afterCall(op == 0x12)
+			p.afterCall(how, r.pos)
 		case 0x11, 0x13: // call_indirect t table, return_call_indirect
 			p.call(pos, costCallIndirect)
+			t := r.u32()
 			r.u32()
-			r.u32()
-			p.afterCall(op == 0x13)
+			p.afterCall(p.callSig(pos, op == 0x13, 0x11, p.typeSig(t)), r.pos)
 		case 0x14, 0x15: // call_ref t, return_call_ref t
 			p.call(pos, costCallIndirect)
-			r.u32()
-			p.afterCall(op == 0x15)
+			t := r.u32()
+			p.afterCall(p.callSig(pos, op == 0x15, 0x14, p.typeSig(t)), r.pos)
 		case 0xd2: // ref.func f
 			p.need(pos, 1)
 			start := r.pos
@@ -540,6 +601,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.add(1)
 		case 0xfc, 0xfd, 0xfe:
 			sub := r.u32()
+			p.v128 = p.v128 || op == 0xfd
 			cost := weight(op, sub)
 			p.need(pos, cost)
 			switch op {
@@ -566,7 +628,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 					p.edits = append(p.edits, edit{pos: int32(pos), kind: editTee, ord: p.labels})
 				}
 				p.add(cost)
-				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editBulk, w: charge(p.c), ord: p.labels})
+				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editBulk, w: charge(p.c), ord: p.labels, first: p.entry})
 				p.stats[reasonBulk]++
 				if p.entry {
 					p.induced++
@@ -576,6 +638,9 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			}
 			p.add(cost)
 		default:
+			if op == 0x21 || op == 0x22 { // local.set, local.tee
+				p.frames[len(p.frames)-1].sets++
+			}
 			cost := weight(op, 0)
 			p.need(pos, cost)
 			w.immediates(r, op)
@@ -604,6 +669,35 @@ func (p *placer) branchInstr(pos int, w int32, uncond bool) {
 	}
 }
 
+// ret handles a return at pos (skip: 1, or 0 for the one a tail call made a
+// call gets). When the body can be wrapped, a return that needs a check
+// becomes a branch to the block's end, where the check is; in FlagBudget,
+// so does any other when the function turns out counted (the frame is
+// given back there).
+func (p *placer) ret(pos int, skip int32) {
+	if skip == 0 && (!p.wrap || p.c < 0) {
+		// Inserted in dead code (FlagBudget wraps every function).
+		p.edits = append(p.edits, edit{pos: int32(pos), kind: editReturn, w: uint32(len(p.frames) - 1)})
+		p.c, p.entry = dead, false
+		return
+	}
+	if p.wrap && p.c >= 0 && (p.c+1 > exitSlack || p.depth) {
+		needs := p.c+1 > exitSlack
+		p.edits = append(p.edits, edit{pos: int32(pos), skip: skip, kind: editReturn, w: uint32(len(p.frames) - 1), flag: needs})
+		p.add(1)
+		if needs {
+			p.route(p.c, p.entry)
+		} else {
+			p.returned = true
+			p.exitAllC = max32(p.exitAllC, p.c)
+			p.exitAllEntry = p.exitAllEntry || p.entry
+		}
+	} else {
+		p.exit(pos, 1)
+	}
+	p.c, p.entry = dead, false
+}
+
 // route sends an exit at c to the check after the block around the body.
 func (p *placer) route(c int32, entry bool) {
 	p.routed = true
@@ -613,10 +707,34 @@ func (p *placer) route(c int32, entry bool) {
 
 // final handles the function's final end at pos: the exits that need a
 // check share one, after the block around the body if any exit but the
-// fallthrough needs it, otherwise before the end.
+// fallthrough needs it, otherwise before the end. A counted function
+// (FlagBudget) gives its frame back at the same place: after the block,
+// which every exit but a tail call then reaches, or before the end if the
+// end is the only exit.
 func (p *placer) final(pos int) {
+	if p.depth {
+		p.decide()
+	}
+	if p.counted && (p.routed || p.returned) {
+		p.join(p.exitC, p.exitEntry)
+		p.join(p.exitAllC, p.exitAllEntry)
+		p.wrapped = true
+		check := p.c > exitSlack
+		p.edits = append(p.edits, edit{pos: int32(pos), kind: editWrapClose, w: charge(p.c), ord: p.labels, flag: check})
+		if check {
+			p.stats[reasonExit]++
+			if p.entry {
+				p.induced++
+			}
+			p.c, p.entry = 0, false
+		}
+		return
+	}
 	if !p.routed {
 		p.exit(pos, 0)
+		if p.counted {
+			p.edits = append(p.edits, edit{pos: int32(pos), kind: editStackExit})
+		}
 		return
 	}
 	p.join(p.exitC, p.exitEntry)
@@ -624,7 +742,7 @@ func (p *placer) final(pos int) {
 		return // no exit needs a check: no block
 	}
 	p.wrapped = true
-	p.edits = append(p.edits, edit{pos: int32(pos), kind: editWrapClose, w: charge(p.c), ord: p.labels})
+	p.edits = append(p.edits, edit{pos: int32(pos), kind: editWrapClose, w: charge(p.c), ord: p.labels, flag: true})
 	p.stats[reasonExit]++
 	if p.entry {
 		p.induced++
@@ -632,17 +750,177 @@ func (p *placer) final(pos int) {
 	p.c, p.entry = 0, false
 }
 
-// afterCall: a call returns with the callee's last piece (at most
-// exitSlack) and the return to pay; a tail call does not come back.
-func (p *placer) afterCall(tail bool) {
-	if p.c < 0 {
+// How a call returns (callSig).
+const (
+	plainCall = iota // it returns
+	tailJump         // a tail call wazero makes a jump: it does not come back
+	tailCall         // a tail call wazero makes a call: made a call, then a return
+)
+
+// callSig accounts for a call at pos of type s (tail: a return_call*,
+// whose plain opcode is callOp) in the stack estimate and says how it
+// returns. A counted function gives its frame back before a tail jump; a
+// tail call whose parameters or results wazero passes on the stack
+// becomes the call then return it is in wazero (stack.go).
+func (p *placer) callSig(pos int, tail bool, callOp byte, s sig) int {
+	if !p.depth {
+		if tail {
+			return tailJump
+		}
+		return plainCall
+	}
+	if a := 16 * (uint64(s.params) + uint64(s.results)); a > p.args {
+		p.args = a
+	}
+	p.v128 = p.v128 || s.v128
+	// Its results, and after it wazero reloads the memory's base and
+	// length.
+	p.n += uint64(s.results) + 2
+	if !tail {
+		p.hasCall = true
+		return plainCall
+	}
+	if s.regsOnly() {
+		p.edits = append(p.edits, edit{pos: int32(pos), kind: editStackExit})
+		return tailJump
+	}
+	for _, f := range p.frames {
+		if f.try {
+			fail("a tail call with parameters or results on wazero's stack inside a try block")
+		}
+	}
+	p.hasCall = true
+	p.edits = append(p.edits, edit{pos: int32(pos), skip: 1, kind: editByte, w: uint32(callOp)})
+	return tailCall
+}
+
+// funcSig is the type of function f (FlagBudget; the zero sig otherwise).
+func (p *placer) funcSig(f uint32) sig {
+	if !p.depth {
+		return sig{}
+	}
+	if uint64(f) >= uint64(len(p.w.funcTypes)) {
+		fail(fmt.Sprintf("function index %d out of range", f))
+	}
+	return p.typeSig(p.w.funcTypes[f])
+}
+
+// typeSig is type t (FlagBudget; the zero sig otherwise).
+func (p *placer) typeSig(t uint32) sig {
+	if !p.depth {
+		return sig{}
+	}
+	if uint64(t) >= uint64(len(p.w.sigs)) {
+		fail(fmt.Sprintf("type index %d out of range", t))
+	}
+	return p.w.sigs[t]
+}
+
+// blockType reads a block type and returns the structure's arity, its
+// parameters and results (FlagBudget; 0 otherwise).
+func (p *placer) blockType(r *reader) uint32 {
+	if !p.depth {
+		r.blockType()
+		return 0
+	}
+	if r.done() {
+		fail("unexpected end of module")
+	}
+	switch c := r.b[r.pos]; c {
+	case 0x40:
+		r.pos++
+		return 0
+	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f, 0x69, 0x63, 0x64:
+		r.valType()
+		return 1
+	}
+	s := p.typeSig(r.typeIndex())
+	return s.params + s.results
+}
+
+// values is the virtual registers instruction op defines, for the stack
+// estimate: none for the structure, branches, local.get (its value is the
+// local's), local.set, local.tee, global.set, drop and nop; one for any
+// other (a call's results, and more, are counted by callSig).
+func values(op byte) uint64 {
+	switch op {
+	case 0x01, 0x02, 0x03, 0x05, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x18, 0x1a, 0x1f, 0x20, 0x21, 0x22, 0x24:
+		return 0
+	}
+	return 1
+}
+
+// landing marks label l as a handler's landing.
+func (p *placer) landing(l uint32) {
+	p.target(l).landing = true
+}
+
+// closeMerge adds closed structure f's merge to the estimate: a value
+// for each local assigned inside (at most every local) and each of its
+// parameters and results, and 2 (wazero's own variables).
+func (p *placer) closeMerge(f *frame) {
+	if !p.depth {
 		return
 	}
-	if tail {
+	m := uint64(f.sets)
+	if pl := uint64(p.params) + p.locals; m > pl {
+		m = pl
+	}
+	p.merges += m + uint64(f.arity) + 2
+	parent := &p.frames[len(p.frames)-1]
+	parent.sets += f.sets
+	if f.landing && f.kind == frameLoop && f.head >= 0 {
+		p.edits[f.head].flag = true
+	}
+}
+
+// decide says at the function's final end whether it is counted, and
+// whether it keeps the counter in a local (its frame is sized once its
+// checks are placed: sizeFrame).
+func (p *placer) decide() {
+	p.merges += uint64(p.results) + 2
+	p.counted = p.hasCall
+	p.saved = -1
+	if p.counted && p.handlers {
+		p.saved = p.savedIndex
+	}
+}
+
+// sizeFrame sets the counted function's frame estimate (code: its body):
+// its values, those of its checks and of the counter's code (8 each), and
+// its merges, as few as the liveness of its locals allows (frame.go).
+func (p *placer) sizeFrame(code []byte) {
+	checks := uint64(0)
+	for _, e := range p.edits {
+		if e.kind == editCheck || e.kind == editBulk || (e.kind == editWrapClose && e.flag) {
+			checks++
+		}
+	}
+	merges := p.merges
+	a := &p.w.frame
+	a.w = p.w
+	if m, ok := a.mergeBound(code, p.params, p.locals); ok {
+		merges = m + uint64(p.results) + 2
+	}
+	p.frame = frameEstimate(uint64(p.params), p.locals, p.n+8*checks+8, merges, p.args, p.v128, p.w.stackLimit)
+}
+
+// afterCall: a call returns with the callee's last piece (at most
+// exitSlack) and the return to pay; a tail call does not come back. A
+// tail call wazero makes as a call is followed by a return inserted at
+// end (after its immediates), live or not: the code after it was typed
+// as unreachable.
+func (p *placer) afterCall(how int, end int) {
+	if how == tailJump {
 		p.c, p.entry = dead, false
 		return
 	}
-	p.c, p.entry = exitSlack+retCost, false
+	if p.c >= 0 {
+		p.c, p.entry = exitSlack+retCost, false
+	}
+	if how == tailCall {
+		p.ret(end, 0)
+	}
 }
 
 // closeLoop sets the charge of a loop's header check, and of the check
@@ -662,7 +940,8 @@ func (p *placer) closeLoop(f *frame) {
 		head = max32(entry, back)
 	default:
 		pre := &p.edits[f.pre]
-		pre.kind, pre.w = editCheck, charge(entry)
+		pre.kind, pre.w, pre.first = editCheck, charge(entry), f.startEntry
+		p.edits[f.head].first = false // the check before it tested the counter
 		p.stats[reasonPre]++
 		if f.startEntry {
 			p.induced++
@@ -679,36 +958,61 @@ func (p *placer) emit(code []byte, out []byte) []byte {
 	for _, e := range p.edits {
 		out = append(out, code[last:e.pos]...)
 		last = int(e.pos + e.skip)
+		label := false // the inserted code opens a label (a check's if, the block)
 		switch e.kind {
 		case editNone:
-			continue
 		case editWrapOpen:
-			if !p.wrapped {
-				continue
+			if p.wrapped {
+				out = append(append(out, 0x02), p.bt...)
+				label = true
 			}
-			out = append(append(out, 0x02), p.bt...)
 		case editWrapClose:
 			out = append(out, 0x0b)
-			out = w.appendCheck(out, e.w)
-		case editReturn:
-			if !p.wrapped {
-				out = append(out, 0x0f)
-				continue
+			if e.flag {
+				out = w.appendCheck(out, e.w, e.first && p.counted)
+				label = true
 			}
-			out = appendLEB(append(out, 0x0c), uint64(e.w))
-			continue
+			if p.counted {
+				out = appendStackExit(out, w.stack, p.frame, p.saved)
+			}
+		case editReturn:
+			if p.wrapped && (e.flag || p.counted) {
+				out = appendLEB(append(out, 0x0c), uint64(e.w))
+			} else {
+				out = append(out, 0x0f)
+			}
 		case editCheck:
-			out = w.appendCheck(out, e.w)
+			out = w.appendCheck(out, e.w, e.first && p.counted)
+			label = true
+			if e.flag && p.saved >= 0 {
+				out = appendResync(out, w.stack, p.saved)
+			}
 		case editTee:
 			out = append(out, 0x22)
 			out = appendLEB(out, uint64(w.bulkLocal))
 		case editBulk:
 			out = append(out, w.charge...)
-			out = w.appendCheck(out, e.w)
+			out = w.appendCheck(out, e.w, e.first && p.counted)
+			label = true
 		case editFunc:
 			out = appendLEB(out, uint64(e.w))
+		case editStackEnter:
+			if p.counted {
+				out = appendStackEnter(out, w.stack, p.frame, p.saved)
+				label = true
+			}
+		case editStackExit:
+			if p.counted {
+				out = appendStackExit(out, w.stack, p.frame, p.saved)
+			}
+		case editResync:
+			if p.saved >= 0 {
+				out = appendResync(out, w.stack, p.saved)
+			}
+		case editByte:
+			out = append(out, byte(e.w))
 		}
-		if w.remap && (e.kind == editCheck || e.kind == editBulk || e.kind == editWrapOpen || e.kind == editWrapClose) {
+		if w.remap && label {
 			w.curOrds = append(w.curOrds, e.ord)
 		}
 	}

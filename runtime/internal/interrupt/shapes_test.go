@@ -218,19 +218,10 @@ func shapes(depth, div int) map[string]shapeModule {
 			localGet(lOne), opIf, chain(lAcc, lM, 150), opElse, chain(lAcc, lM, 1), opEnd))}, rounds: 3},
 		// A recursion with 900 instructions after the recursive call:
 		// unwinding runs depth x 900 instructions.
-		"recursion-tail": {funcs: []wfunc{
-			runFunc(cat(localGet(lM), globalSet(gM), i32c(int64(depth)), call(2), globalGet(gAcc), localSet(lAcc))),
-			{typ: tRec, locals: []byte{0}, code: cat(
-				localGet(0), opIf, localGet(0), i32c(1), opSub32, call(2), opEnd,
-				globalChain(gAcc, gM, 450))},
-		}, rounds: 2},
+		"recursion-tail": recursion(depth, globalChain(gAcc, gM, 450)),
 		// A recursion with nothing after the call: unwinding alone
 		// takes ~25 ns a frame.
-		"recursion-unwind": {funcs: []wfunc{
-			runFunc(cat(i32c(int64(depth)*20), call(2))),
-			{typ: tRec, locals: []byte{0}, code: cat(
-				localGet(0), opIf, localGet(0), i32c(1), opSub32, call(2), opEnd)},
-		}, rounds: 2},
+		"recursion-unwind": recursion(depth*20, nil),
 		// Two functions that return_call each other forever, 900
 		// instructions each, and no loop.
 		"return_call": {funcs: []wfunc{
@@ -256,6 +247,28 @@ func shapes(depth, div int) map[string]shapeModule {
 			i32c(0), localGet(lN), i32c(4<<20), []byte{0xfc, 11, 0}))}, pages: 64, rounds: 2},
 	}
 	return out
+}
+
+// recursion is a shape whose run calls a recursion depth deep (but no
+// deeper than FlagBudget's stack bound allows, with a tenth to spare), with
+// tail after the recursive call, in every frame.
+func recursion(depth int, tail []byte) shapeModule {
+	m := func(depth int) shapeModule {
+		return shapeModule{funcs: []wfunc{
+			runFunc(cat(localGet(lM), globalSet(gM), i32c(int64(depth)), call(2), globalGet(gAcc), localSet(lAcc))),
+			{typ: tRec, locals: []byte{0}, code: cat(
+				localGet(0), opIf, localGet(0), i32c(1), opSub32, call(2), opEnd, tail)},
+		}, rounds: 2}
+	}
+	_, rep, err := instrumentWith(m(depth).bytes(), FlagBudget, options{budget: Budget, stack: StackLimit})
+	if err != nil {
+		panic(err)
+	}
+	// run, then depth+1 frames of the recursion (0 is the last).
+	if most := int(StackLimit-rep.frames[0])/int(rep.frames[2]) - 1; depth > most*9/10 {
+		depth = most * 9 / 10
+	}
+	return m(depth)
 }
 
 // chaseInit writes the pointer chain: word a holds (a + 4160) mod 256 MiB,
@@ -287,15 +300,17 @@ func tailFunc(next uint32) wfunc {
 // adds.
 const countGlobalName = "zz_count"
 
-// countInstructions adds to a FlagBudget output, whose budget global is g,
-// an exported mutable i64 global (countGlobalName) that counts every
-// instruction run but the structure (block, loop, if's else, end, try,
-// catch...) and the instrumentation's own checks (from global.get g through
-// the end of the check's if). Counting, not timing: what the guest runs
-// between two yields is the count's difference.
+// countInstructions adds to a FlagBudget output, whose budget global is g
+// (and stack counter g+1), an exported mutable i64 global
+// (countGlobalName) that counts every instruction run but the structure
+// (block, loop, if's else, end, try, catch...) and the instrumentation's
+// own code: the checks (from global.get g through the end of the check's
+// if) and the stack counter's entries, exits and landings (stack.go).
+// Counting, not timing: what the guest runs between two yields is the
+// count's difference.
 func countInstructions(tb testing.TB, wasm []byte, g uint32) []byte {
 	tb.Helper()
-	c := g + 1 // the budget is the last global
+	c := g + 2 // the budget and the stack counter are the last globals
 	inc := cat(globalGet(c), i64c(1), []byte{0x7c}, globalSet(c))
 	var out []byte
 	err := func() (err error) {
@@ -332,8 +347,55 @@ func countInstructions(tb testing.TB, wasm []byte, g uint32) []byte {
 	return out
 }
 
-func countCode(body []byte, g uint32, inc []byte) []byte {
+// instr is a decoded instruction: its bytes, opcode and first immediate.
+type instr struct {
+	start, end int
+	op         byte
+	imm        uint32
+}
+
+// decodeBody decodes a function's instructions (after its locals).
+func decodeBody(fr *reader) []instr {
 	w := &rewriter{globals: noLimit, memories: noLimit}
+	var out []instr
+	for !fr.done() {
+		in := instr{start: fr.pos}
+		in.op = fr.byte()
+		switch in.op {
+		case 0x03:
+			fr.blockType()
+		case 0x20, 0x21, 0x22, 0x23, 0x24:
+			in.imm = fr.u32()
+		default:
+			w.immediates(fr, in.op)
+		}
+		in.end = fr.pos
+		out = append(out, in)
+	}
+	return out
+}
+
+// stackCode returns the number of instructions of the stack counter's
+// code (global s) starting at ins[0], 0 if none does: an entry, an exit or
+// a landing. (The counter's test is in the checks.)
+func stackCode(ins []instr, s uint32) int {
+	is := func(i int, op byte) bool { return i < len(ins) && ins[i].op == op }
+	setS := func(i int) bool { return is(i, 0x24) && ins[i].imm == s }
+	getS := func(i int) bool { return is(i, 0x23) && ins[i].imm == s }
+	switch {
+	case getS(0) && is(1, 0x41) && is(2, 0x6b) && setS(3): // entry
+		return 4
+	case getS(0) && is(1, 0x41) && is(2, 0x6b) && is(3, 0x22) && setS(4): // entry, saved
+		return 5
+	case (getS(0) || is(0, 0x20)) && is(1, 0x41) && is(2, 0x6a) && setS(3): // exit
+		return 4
+	case is(0, 0x20) && setS(1): // landing
+		return 2
+	}
+	return 0
+}
+
+func countCode(body []byte, g uint32, inc []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
 	out := leb(uint64(n))
@@ -344,30 +406,28 @@ func countCode(body []byte, g uint32, inc []byte) []byte {
 			fr.valType()
 		}
 		fn := append([]byte{}, fr.b[:fr.pos]...)
+		ins := decodeBody(fr)
 		depth := -1 // inside a check: the if depth; -1 outside
-		for !fr.done() {
-			start := fr.pos
-			op := fr.byte()
+		for i := 0; i < len(ins); i++ {
+			in := ins[i]
+			if depth < 0 {
+				if k := stackCode(ins[i:], g+1); k > 0 {
+					fn = append(fn, fr.b[in.start:ins[i+k-1].end]...)
+					i += k - 1
+					continue
+				}
+			}
 			structural := false
-			switch op {
-			case 0x03:
-				fr.blockType()
-				structural = true
+			switch in.op {
 			case 0x23:
-				if idx := fr.u32(); idx == g && depth < 0 {
+				if in.imm == g && depth < 0 {
 					depth = 0
 				}
-			case 0x02, 0x06, 0x1f:
-				w.immediates(fr, op)
+			case 0x02, 0x03, 0x06, 0x1f, 0x05, 0x07, 0x0b, 0x18, 0x19:
 				structural = true
-			case 0x05, 0x07, 0x0b, 0x18, 0x19:
-				w.immediates(fr, op)
-				structural = true
-			default:
-				w.immediates(fr, op)
 			}
 			if depth >= 0 {
-				switch op {
+				switch in.op {
 				case 0x04:
 					depth++
 				case 0x0b:
@@ -378,7 +438,7 @@ func countCode(body []byte, g uint32, inc []byte) []byte {
 			} else if !structural {
 				fn = append(fn, inc...)
 			}
-			fn = append(fn, fr.b[start:fr.pos]...)
+			fn = append(fn, fr.b[in.start:in.end]...)
 		}
 		out = append(out, leb(uint64(len(fn)))...)
 		out = append(out, fn...)

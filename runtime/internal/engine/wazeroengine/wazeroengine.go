@@ -40,6 +40,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -428,10 +429,30 @@ func (f function) Call(ctx context.Context, stack []uint64) error {
 		if errors.As(err, &exit) {
 			// As wazero's proc_exit does: later calls fail with the exit.
 			_ = f.i.mod.CloseWithExitCode(ctx, exit.Code)
+			return err
 		}
-		return err
+		return f.i.stackOverflow(err)
 	}
 	return nil
+}
+
+// stackOverflow words a trap of FlagBudget's stack bound as wasmtime words
+// its own: the bound's check traps with unreachable, which alone would send
+// an author looking for a bug that is not there. The counter is below 0
+// only when a function's entry took more than was left (interrupt's
+// stack.go).
+func (i *instance) stackOverflow(err error) error {
+	g := i.mod.ExportedGlobal(interrupt.StackName)
+	if g == nil || int32(g.Get()) >= 0 {
+		return err
+	}
+	msg := err.Error()
+	const unreachable = "wasm error: unreachable"
+	if !strings.HasPrefix(msg, unreachable) {
+		return err
+	}
+	return fmt.Errorf("wasm error: stack overflow (the call's frames exceed the %d MiB call stack bound)%s",
+		interrupt.StackLimit>>20, strings.TrimPrefix(msg, unreachable))
 }
 
 // convert turns a WASI exit into *engine.ExitError; other errors are traps.
