@@ -170,6 +170,8 @@ func TestArgumentChecks(t *testing.T) {
 		{fn: abi.ImportPVList, what: "not granted", args: []uint64{0, 2, 0, 16}, want: errno(abi.ErrnoNotDeclared), granted: abi.CapLog},
 		{fn: abi.ImportPVList, what: "over the request limit", args: []uint64{0, 4096, 0, 16}, want: errno(abi.ErrnoTooLarge), limits: Limits{MaxRequestBytes: 1024}},
 		{fn: abi.ImportPVList, what: "over the bytes per call", args: []uint64{0, 4096, 0, 16}, want: errno(abi.ErrnoTooLarge), limits: Limits{MaxBytesPerCall: 1024}},
+		{fn: abi.ImportPVList, what: "over its uses per call", args: []uint64{0, 2, 0, 16}, want: errno(abi.ErrnoTooLarge), limits: Limits{MaxPVListsPerCall: 2},
+			setup: func(c *Call) { c.uses = map[string]int64{abi.ImportPVList: 2} }},
 		{fn: abi.ImportPVList, what: "no lister in the call", args: []uint64{0, 2, 0, 16}, want: errno(abi.ErrnoUnavailable),
 			setup: func(c *Call) { c.Data = nil }},
 	}

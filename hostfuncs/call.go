@@ -70,6 +70,9 @@ type Call struct {
 	// logCapped is set once the first record past the cap was refused.
 	logged, logRecords int64
 	logCapped          bool
+	// uses counts the data host functions' admitted uses in this call, by
+	// name (Limits.perCall); made on first use.
+	uses map[string]int64
 
 	// Output is the result document set by the guest's "output".
 	Output []byte

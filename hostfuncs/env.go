@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/wasmprov/wasmprov/abi"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -46,6 +47,16 @@ type Limits struct {
 	// results, error reports, log records and host function requests
 	// together. Past it those functions answer TOO_LARGE.
 	MaxBytesPerCall int64
+	// MaxHTTPRequestsPerCall, MaxMachineUpdatesPerCall,
+	// MaxConfigVarsPerCall and MaxPVListsPerCall cap how often one call
+	// may use http_do, machine_update, config_var and pv_list; past a cap
+	// the function answers TOO_LARGE and the host warns once. Each is work
+	// for another system (the cloud's API, the Kubernetes API server and
+	// its caches) that a guest looping within its deadline would flood.
+	MaxHTTPRequestsPerCall   int64
+	MaxMachineUpdatesPerCall int64
+	MaxConfigVarsPerCall     int64
+	MaxPVListsPerCall        int64
 }
 
 // DefaultLimits are the limits used for zero fields of Limits.
@@ -57,6 +68,15 @@ var DefaultLimits = Limits{
 
 	MaxLogBytesPerCall:   1 << 20,
 	MaxLogRecordsPerCall: 1000,
+
+	// A provider polling an action every 500 ms for a 5-minute Delete
+	// makes 600 requests; hcloud-go's Create makes under 20.
+	MaxHTTPRequestsPerCall: 2000,
+	// The SDK's Create and Delete make 1-3 updates.
+	MaxMachineUpdatesPerCall: 64,
+	// A spec has a handful of config vars; each reads once.
+	MaxConfigVarsPerCall: 256,
+	MaxPVListsPerCall:    16,
 }
 
 func (env *Env) limits() Limits {
@@ -79,7 +99,34 @@ func (env *Env) limits() Limits {
 	if l.MaxBytesPerCall <= 0 {
 		l.MaxBytesPerCall = DefaultLimits.MaxBytesPerCall
 	}
+	if l.MaxHTTPRequestsPerCall <= 0 {
+		l.MaxHTTPRequestsPerCall = DefaultLimits.MaxHTTPRequestsPerCall
+	}
+	if l.MaxMachineUpdatesPerCall <= 0 {
+		l.MaxMachineUpdatesPerCall = DefaultLimits.MaxMachineUpdatesPerCall
+	}
+	if l.MaxConfigVarsPerCall <= 0 {
+		l.MaxConfigVarsPerCall = DefaultLimits.MaxConfigVarsPerCall
+	}
+	if l.MaxPVListsPerCall <= 0 {
+		l.MaxPVListsPerCall = DefaultLimits.MaxPVListsPerCall
+	}
 	return l
+}
+
+// perCall returns the cap on uses of data host function fn in one call.
+func (l Limits) perCall(fn string) int64 {
+	switch fn {
+	case abi.ImportHTTP:
+		return l.MaxHTTPRequestsPerCall
+	case abi.ImportMachineUpdate:
+		return l.MaxMachineUpdatesPerCall
+	case abi.ImportConfigVar:
+		return l.MaxConfigVarsPerCall
+	case abi.ImportPVList:
+		return l.MaxPVListsPerCall
+	}
+	return 0
 }
 
 func (env *Env) logger() *slog.Logger {

@@ -36,7 +36,30 @@ func (c *Call) Invoke(fn string, req []byte) ([]byte, error) {
 	if max := c.Env.limits().MaxRequestBytes; int64(len(req)) > max {
 		return nil, errorf(abi.ErrnoTooLarge, "%s request of %d bytes exceeds the limit of %d", fn, len(req), max)
 	}
+	if err := c.admitUse(fn); err != nil {
+		return nil, err
+	}
 	return d.fn(c.blocking(), c, req)
+}
+
+// admitUse counts a use of data host function fn against the call's cap.
+// Past it the guest is refused, and warned about once per function.
+func (c *Call) admitUse(fn string) error {
+	max := c.Env.limits().perCall(fn)
+	if c.uses == nil {
+		c.uses = make(map[string]int64, 1)
+	}
+	n := c.uses[fn]
+	if n >= max {
+		if n == max {
+			c.uses[fn] = n + 1 // warn once
+			c.logger().Warn("guest exceeded a host function's limit for one call; further uses are refused",
+				"function", fn, "limit", max)
+		}
+		return errorf(abi.ErrnoTooLarge, "this call has used %s %d times: the limit is %d a call", fn, max, max)
+	}
+	c.uses[fn] = n + 1
+	return nil
 }
 
 // check refuses a host function whose capability the guest did not declare
