@@ -1,0 +1,5 @@
+//go:build !race
+
+package interrupt
+
+const raceEnabled = false
