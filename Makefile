@@ -1,22 +1,28 @@
-# wasmprov — see README.md. Every target installs or builds what it needs.
+# wasmprov. `make help` lists the targets; README.md says which to start with.
 SHELL := /bin/bash
 GO ?= go
 BUILD := build
-GUEST_GOFLAGS := -buildmode=c-shared -trimpath
-# Guests compiled from Go sources in this repository.
-GO_GUESTS := examples/fake examples/hostcalls examples/hetzner
-GUEST_WASM := $(foreach g,$(GO_GUESTS),$(BUILD)/guests/$(notdir $(g)).wasm)
 export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 
-# Debian packages some tests need: wabt (wat2wasm, fixture checks); clang,
-# lld, wasi-libc and the wasm32 compiler runtime (the C guest).
-DEBIAN_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32
+.PHONY: help all guests c-guests cli demo demo-fake \
+	check test test-wasmtime vet fmt-check fuzz-smoke fixtures conformance \
+	bench bench-compare bench-smoke kube-binaries e2e e2e-vet \
+	debian-packages wabt clean FORCE
 
-.PHONY: all guests demo demo-fake hcloudgo-guest test test-wasmtime test-short vet fmt-check bench cli abi-fixtures clean debian-packages
+## help: list the targets
+help:
+	@grep -hE '^## [a-z0-9-]+:' $(MAKEFILE_LIST) | sed 's/^## //' | awk -F': ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-all: cli guests
+## all: the CLI and every example provider
+all: cli guests c-guests
 
-## guests: build every example provider to build/guests/NAME.wasm
+# ---- building ---------------------------------------------------------------
+
+GUEST_GOFLAGS := -buildmode=c-shared -trimpath
+GO_GUESTS := examples/fake examples/hostcalls examples/hetzner
+GUEST_WASM := $(foreach g,$(GO_GUESTS),$(BUILD)/guests/$(notdir $(g)).wasm)
+
+## guests: build the Go example providers to build/guests/NAME.wasm (Go only)
 guests: $(GUEST_WASM)
 
 $(BUILD)/guests/%.wasm: FORCE
@@ -25,105 +31,30 @@ $(BUILD)/guests/%.wasm: FORCE
 	  echo "building guest $$src -> $@"; \
 	  cd $$src && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build $(GUEST_GOFLAGS) -o $(CURDIR)/$@ .
 
-FORCE:
+## c-guests: build the C example provider to build/guests/c-fake.wasm (installs clang, lld, wasi-libc)
+c-guests: debian-packages $(BUILD)/guests/c-fake.wasm
+
+$(BUILD)/guests/c-fake.wasm: examples/c-fake/fake.c examples/c-fake/build.sh
+	examples/c-fake/build.sh $(CURDIR)/$@
 
 ## cli: build the wasmprov command to build/wasmprov
 cli:
 	@mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/wasmprov ./cmd/wasmprov
 
-## demo: three Machines through the Hetzner provider's whole lifecycle, on a
-## local Hetzner Cloud API simulator (no cluster, no cloud)
-demo: guests
+# ---- trying it --------------------------------------------------------------
+
+## demo: three Machines through the Hetzner provider's lifecycle on a local API simulator (Go only)
+demo: $(BUILD)/guests/hetzner.wasm
 	$(GO) build -o $(BUILD)/hetzner-demo ./examples/hetzner/demo
 	$(BUILD)/hetzner-demo --provider $(BUILD)/guests/hetzner.wasm
 
 ## demo-fake: the fake provider's lifecycle through the wasmprov CLI
-demo-fake: cli guests
+demo-fake: cli $(BUILD)/guests/fake.wasm
 	$(BUILD)/wasmprov demo --provider $(BUILD)/guests/fake.wasm
 
-## hcloudgo-guest: the Hetzner provider built on hcloud-go (its own module)
-hcloudgo-guest:
-	@mkdir -p $(BUILD)/guests
-	cd examples/hetzner-hcloudgo && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build $(GUEST_GOFLAGS) -o $(CURDIR)/$(BUILD)/guests/hetzner-hcloudgo.wasm .
-
-## debian-packages: install the Debian packages the tests need (once)
-debian-packages:
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:" $$missing; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
-
-# The packages that run guests concurrently with host code, where the race
-# detector finds real bugs, run with it; the suites that mostly compile and
-# drive guests (conformance, the examples, the CLI) run without it, which
-# cuts their wazero compile time several-fold. Together they are ./...
-RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./controller/... ./guests/... ./hostfuncs/... ./runtime/...
-PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/...
-
-## test: vet, format check and the whole test suite (race detector on for the runtime packages)
-test: debian-packages fmt-check vet
-	@missing=$$(comm -23 <($(GO) list ./... | sort) <($(GO) list $(RACE_PKGS) $(PLAIN_PKGS) | sort)); \
-	  if [ -n "$$missing" ]; then echo "packages in neither test group: $$missing"; exit 1; fi
-	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
-
-## test-wasmtime: the suites that drive guests, again on the wasmtime engine
-## (cgo, build tag wasmtime; the engine is chosen by WASMPROV_ENGINE)
-WASMTIME_PKGS := ./runtime/... ./hostfuncs/... ./conformance/... ./examples/... ./cmd/...
-test-wasmtime: debian-packages
-	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./hostfuncs/...
-	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m $(WASMTIME_PKGS)
-
-test-short:
-	$(GO) test -count=1 -short ./...
-
-vet:
-	$(GO) vet ./...
-	GOOS=wasip1 GOARCH=wasm $(GO) vet ./abi/... ./guests/... ./examples/...
-
-fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-
-## bench: the core call-path benchmarks, then the side-by-side comparison
-## (tens of minutes; see docs/BENCHMARKS.md)
-bench:
-	@mkdir -p $(BUILD)
-	$(GO) test -run '^$$' -bench 'EmptyCall|Validate|Deadline' -benchmem -count 5 ./runtime/ | tee $(BUILD)/bench-core.txt
-	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -run '^$$' -bench 'EmptyCall|Validate|Deadline' -benchmem -count 5 ./runtime/ | tee $(BUILD)/bench-core-wasmtime.txt
-	$(MAKE) bench-compare
-
-## abi-fixtures: regenerate the hand-written .wat test modules' .wasm (needs wabt)
-abi-fixtures:
-	@command -v wat2wasm >/dev/null || { apt-get update -qq && apt-get install -y -qq wabt; }
-	for f in runtime/testdata/abi/*.wat; do wat2wasm "$$f" -o "$${f%.wat}.wasm"; done
-
-clean:
-	rm -rf $(BUILD)
-
-## fixtures: regenerate the malicious-guest .wasm from their .wat (needs wabt)
-.PHONY: fixtures
-fixtures:
-	@command -v wat2wasm >/dev/null || { apt-get update -qq && apt-get install -y -qq wabt; }
-	for f in runtime/testdata/malicious/*.wat; do wat2wasm "$$f" -o "$${f%.wat}.wasm"; done
-
-# ---- provider author kit: C guest, conformance (issue 8) ---------------------
-# Needs Debian's clang lld wasi-libc libclang-rt-dev-wasm32 (C guest) and wabt
-# (the broken .wat provider); `make test` runs the conformance suite against
-# every example provider and every deliberately broken provider (./conformance).
-.PHONY: c-guests conformance
-guests: c-guests
-
-## c-guests: build the C example provider to build/guests/c-fake.wasm
-c-guests: debian-packages $(BUILD)/guests/c-fake.wasm
-
-$(BUILD)/guests/c-fake.wasm: examples/c-fake/fake.c examples/c-fake/build.sh
-	examples/c-fake/build.sh $(CURDIR)/$@
-
 ## conformance: run `wasmprov conformance` against every example provider
-conformance: cli guests
-	cd examples/hetzner && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build $(GUEST_GOFLAGS) -o $(CURDIR)/$(BUILD)/guests/hetzner.wasm .
+conformance: cli guests c-guests
 	$(BUILD)/wasmprov conformance --profile stateless --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/fake.wasm
 	$(BUILD)/wasmprov conformance --profile stateless --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/c-fake.wasm
 	$(BUILD)/wasmprov conformance --cassette conformance/testdata/cassettes/hetzner.json --secret sim-token \
@@ -131,53 +62,44 @@ conformance: cli guests
 	  --spec '{"cloudProvider":"hetzner","operatingSystem":"ubuntu","sshPublicKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],"cloudProviderSpec":{"token":"sim-token","serverType":"cx22","location":"fsn1","image":"ubuntu-24.04","endpoint":"$${CLOUD_URL}/v1"}}' \
 	  $(BUILD)/guests/hetzner.wasm
 
-# ---- side-by-side benchmarks against native Go, Extism, go-plugin (issue 6) --
-# Owned by the bench/ module's author; the lead's `bench` target above may
-# call bench-compare. The bench module is separate (bench/go.mod), so its
-# dependencies (go-plugin, Extism, gRPC) never reach users.
-.PHONY: bench-compare bench-smoke
-BENCH_COUNT ?= 5
-BENCH_TIME ?= 1s
-# Go build tags, comma-separated. wasmtime adds the wasmtime column (cgo:
-# needs gcc); `make bench-compare BENCH_TAGS=` leaves it out (skipped).
-BENCH_TAGS ?= wasmtime
-BENCH_ENV = $(if $(findstring wasmtime,$(BENCH_TAGS)),CGO_ENABLED=1)
-BENCH_TAGFLAG = $(if $(strip $(BENCH_TAGS)),-tags $(strip $(BENCH_TAGS)))
+# ---- checking ---------------------------------------------------------------
 
-## bench-compare: run the side-by-side benchmarks (minutes) and write build/bench/report.md
-bench-compare:
-	@mkdir -p $(BUILD)/bench
-	cd bench && $(BENCH_ENV) $(GO) run ./cmd/report $(BENCH_TAGFLAG) -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) \
-	  -raw $(CURDIR)/$(BUILD)/bench/compare.txt -out $(CURDIR)/$(BUILD)/bench/report.md
+# The packages that run guests concurrently with host code, where the race
+# detector finds real bugs, run with it; the suites that mostly compile and
+# drive guests (conformance, the examples, the CLI) and the instrumenter
+# (a single-threaded byte rewriter whose tests run guests for seconds) run
+# without it, which cuts their time several-fold. Together they are ./...
+RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./controller/... ./guests/... ./hostfuncs/... \
+	./runtime ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
+	./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 ./runtime/internal/wasmbin
+PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/... ./runtime/internal/interrupt
 
-## bench-smoke: build the bench module and run every benchmark once (CI)
-bench-smoke:
-	cd bench && $(BENCH_ENV) $(GO) vet $(BENCH_TAGFLAG) ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./guests/... ./benchprov/...
-	cd bench && $(BENCH_ENV) $(GO) test $(BENCH_TAGFLAG) -count=1 -run TestContenders -bench . -benchtime=1x -timeout 30m .
+## check: the quick checks, gofmt and vet (seconds; make test runs them first)
+check: fmt-check vet
 
-# ---- e2e: real kube-apiserver + etcd, `wasmprov controller`, Hetzner simulator (issue 7) --
-# Owned by the controller's author. The e2e tests are a Go module of their own
-# (e2e/go.mod, envtest stays out of the main go.mod); -mod=mod lets them follow
-# dependencies the main module gains without a commit to e2e/go.sum.
-# kube-apiserver and etcd are built from the Go module proxy and cached in
-# $HOME/.cache/wasmprov/kube/<version> (or $KUBE_CACHE_DIR): cold ~16 min on
-# 2 cores, then reused.
-.PHONY: kube-binaries e2e e2e-vet
-E2E_FLAGS ?= -v
+## test: gofmt check, vet and the whole test suite, race detector on for the runtime packages (installs wabt, clang, lld, wasi-libc)
+test: debian-packages fmt-check vet
+	@missing=$$(comm -23 <($(GO) list ./... | sort) <($(GO) list $(RACE_PKGS) $(PLAIN_PKGS) | sort)); \
+	  if [ -n "$$missing" ]; then echo "packages in neither test group: $$missing"; exit 1; fi
+	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
+	$(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
 
-## kube-binaries: build (or reuse) kube-apiserver and etcd; prints their directory
-kube-binaries:
-	hack/kube-binaries.sh
+## test-wasmtime: the guest-driving suites again on the wasmtime engine (cgo, build tag wasmtime)
+WASMTIME_PKGS := ./runtime/... ./hostfuncs/... ./conformance/... ./examples/... ./cmd/...
+test-wasmtime: debian-packages
+	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./hostfuncs/...
+	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m $(WASMTIME_PKGS)
 
-## e2e: end-to-end tests of the Machine controller on a real API server
-e2e: e2e-vet
-	assets=$$(hack/kube-binaries.sh) && cd e2e && KUBEBUILDER_ASSETS=$$assets GOFLAGS="$$GOFLAGS -mod=mod" \
-	  $(GO) test -tags e2e -count=1 -timeout 30m $(E2E_FLAGS) ./...
+## vet: go vet of the host and of the wasip1 guest code
+vet:
+	$(GO) vet ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./abi/... ./guests/... ./examples/...
 
-e2e-vet:
-	cd e2e && GOFLAGS="$$GOFLAGS -mod=mod" $(GO) vet -tags e2e ./...
+## fmt-check: fail if a tracked Go file needs gofmt
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## fuzz-smoke: run every fuzz target briefly (FUZZTIME each; CI)
+## fuzz-smoke: run every fuzz target for FUZZTIME (CI)
 FUZZTIME ?= 10s
 FUZZ_TARGETS := \
 	./hostfuncs:FuzzHTTPRequest ./hostfuncs:FuzzHTTPAllow ./hostfuncs:FuzzInternalAddr \
@@ -186,9 +108,98 @@ FUZZ_TARGETS := \
 	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument \
 	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker \
 	./runtime/internal/wasip1:FuzzValidPath
-.PHONY: fuzz-smoke
 fuzz-smoke:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
 	  $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+# Hand-written .wat test modules and the flags their committed .wasm were
+# assembled with; the tests compare each .wasm with a fresh wat2wasm.
+WAT_PLAIN := runtime/testdata/abi runtime/testdata/malicious runtime/internal/mmapmem/testdata
+WAT_NAMED := runtime/internal/interrupt/testdata
+
+## fixtures: regenerate every committed .wasm test module from its .wat (installs wabt)
+fixtures: wabt
+	for d in $(WAT_PLAIN); do for f in $$d/*.wat; do wat2wasm "$$f" -o "$${f%.wat}.wasm"; done; done
+	for d in $(WAT_NAMED); do for f in $$d/*.wat; do wat2wasm --debug-names "$$f" -o "$${f%.wat}.wasm"; done; done
+
+# ---- benchmarks (docs/BENCHMARKS.md) ----------------------------------------
+
+# The side-by-side comparison is the bench/ module (its own go.mod, so
+# go-plugin, Extism and gRPC never reach users). BENCH_TAGS= leaves the
+# wasmtime column out (it needs cgo).
+BENCH_COUNT ?= 5
+BENCH_TIME ?= 1s
+BENCH_TAGS ?= wasmtime
+BENCH_ENV = $(if $(findstring wasmtime,$(BENCH_TAGS)),CGO_ENABLED=1)
+BENCH_TAGFLAG = $(if $(strip $(BENCH_TAGS)),-tags $(strip $(BENCH_TAGS)))
+CORE_BENCH := -run '^$$' -bench 'EmptyCall|Validate|Deadline' -benchmem -count 5 ./runtime/
+
+## bench: the core call-path benchmarks on both engines, then bench-compare (tens of minutes)
+bench:
+	@mkdir -p $(BUILD)
+	$(GO) test $(CORE_BENCH) | tee $(BUILD)/bench-core.txt
+	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime $(CORE_BENCH) | tee $(BUILD)/bench-core-wasmtime.txt
+	$(MAKE) bench-compare
+
+## bench-compare: native Go, wasmprov, Extism, go-plugin side by side; writes build/bench/report.md
+bench-compare:
+	@mkdir -p $(BUILD)/bench
+	cd bench && $(BENCH_ENV) $(GO) run ./cmd/report $(BENCH_TAGFLAG) -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) \
+	  -raw $(CURDIR)/$(BUILD)/bench/compare.txt -out $(CURDIR)/$(BUILD)/bench/report.md
+
+## bench-smoke: vet the bench module and run every benchmark once (CI)
+bench-smoke:
+	cd bench && $(BENCH_ENV) $(GO) vet $(BENCH_TAGFLAG) ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./guests/... ./benchprov/...
+	cd bench && $(BENCH_ENV) $(GO) test $(BENCH_TAGFLAG) -count=1 -run TestContenders -bench . -benchtime=1x -timeout 30m .
+
+# ---- end to end: a real kube-apiserver and etcd -----------------------------
+
+# The e2e tests are a module of their own (e2e/go.mod keeps envtest out of
+# the main go.mod); -mod=mod lets them follow the main module's
+# dependencies without a commit to e2e/go.sum. kube-apiserver and etcd are
+# built from the Go module proxy and cached in $HOME/.cache/wasmprov/kube
+# (or $KUBE_CACHE_DIR): ~16 min cold on 2 cores, then reused.
+E2E_FLAGS ?= -v
+
+## kube-binaries: build (or reuse) kube-apiserver and etcd; prints their directory
+kube-binaries:
+	hack/kube-binaries.sh
+
+## e2e: the Machine controller end to end on a real API server
+e2e: e2e-vet
+	assets=$$(hack/kube-binaries.sh) && cd e2e && KUBEBUILDER_ASSETS=$$assets GOFLAGS="$$GOFLAGS -mod=mod" \
+	  $(GO) test -tags e2e -count=1 -timeout 30m $(E2E_FLAGS) ./...
+
+## e2e-vet: go vet of the e2e module
+e2e-vet:
+	cd e2e && GOFLAGS="$$GOFLAGS -mod=mod" $(GO) vet -tags e2e ./...
+
+# ---- machine set-up ---------------------------------------------------------
+
+# wabt: wat2wasm (the fixture checks); clang, lld, wasi-libc and the wasm32
+# compiler runtime: the C guest.
+DEBIAN_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32
+
+## debian-packages: install the Debian packages the tests need, if missing (needs root)
+debian-packages:
+	@$(call apt-install,$(DEBIAN_PACKAGES))
+
+wabt:
+	@$(call apt-install,wabt)
+
+# apt-install installs those of the Debian packages $(1) that are missing.
+define apt-install
+missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+if [ -n "$$missing" ]; then \
+  echo "installing Debian packages:" $$missing; \
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+fi
+endef
+
+## clean: remove build/
+clean:
+	rm -rf $(BUILD)
+
+FORCE:

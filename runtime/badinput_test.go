@@ -238,7 +238,7 @@ func TestClosedProviderRefusesCalls(t *testing.T) {
 }
 
 // TestABIFixturesAreFresh checks that every committed .wasm fixture is what
-// wat2wasm makes of its .wat source (regenerate with `make abi-fixtures`).
+// wat2wasm makes of its .wat source (regenerate with `make fixtures`).
 func TestABIFixturesAreFresh(t *testing.T) {
 	wat2wasm, err := exec.LookPath("wat2wasm")
 	if err != nil {
@@ -256,7 +256,7 @@ func TestABIFixturesAreFresh(t *testing.T) {
 		want, _ := os.ReadFile(out)
 		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
 		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s: committed .wasm is stale or missing; run make abi-fixtures", src)
+			t.Errorf("%s: committed .wasm is stale or missing; run make fixtures", src)
 		}
 	}
 }

@@ -1,8 +1,5 @@
 package interrupt
 
-//go:generate wat2wasm --debug-names testdata/remap.wat -o testdata/remap.wasm
-//go:generate wat2wasm --debug-names testdata/budget.wat -o testdata/budget.wasm
-
 import (
 	"bytes"
 	"context"
@@ -1208,7 +1205,7 @@ func TestBudgetRemap(t *testing.T) {
 }
 
 // TestTestdataIsFresh: every committed testdata/*.wasm is what wat2wasm
-// --debug-names makes of its .wat (go generate regenerates them).
+// --debug-names makes of its .wat (make fixtures regenerates them).
 func TestTestdataIsFresh(t *testing.T) {
 	wat2wasm := wabt(t, "wat2wasm")
 	sources, _ := filepath.Glob(filepath.Join("testdata", "*.wat"))
@@ -1223,7 +1220,7 @@ func TestTestdataIsFresh(t *testing.T) {
 		want, _ := os.ReadFile(out)
 		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
 		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s: the committed .wasm is stale or missing; run go generate", src)
+			t.Errorf("%s: the committed .wasm is stale or missing; run make fixtures", src)
 		}
 	}
 }
