@@ -116,7 +116,8 @@ func (p *Pool[T]) Put(ctx context.Context, it T, healthy bool) {
 }
 
 // Adopt adds an item created outside the pool as an idle item. It reports
-// false, leaving the item to the caller, when the pool is full or closed.
+// false, leaving the item to the caller, when the pool is full (its items
+// in use, being made and idle already number Max) or closed.
 func (p *Pool[T]) Adopt(it T) bool {
 	select {
 	case p.slots <- struct{}{}:
@@ -126,7 +127,10 @@ func (p *Pool[T]) Adopt(it T) bool {
 	defer p.release()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	// A slot is held for every item in use or being made (this call's own
+	// included); a Get that takes one after this check finds the adopted
+	// item idle rather than making another.
+	if p.closed || len(p.slots)+len(p.idle) > cap(p.slots) {
 		return false
 	}
 	p.idle = append(p.idle, it)
