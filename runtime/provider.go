@@ -113,13 +113,27 @@ func (p *Provider) Close(ctx context.Context) error {
 			go func() {
 				<-p.pool.Drained()
 				_ = p.mod.Close(context.Background())
+				p.closeIdleHTTP()
 			}()
 		default:
 			p.closeErr = p.mod.Close(context.WithoutCancel(ctx))
 		}
+		if p.closeErr == nil {
+			p.closeIdleHTTP()
+		}
 		p.rt.untrack(p)
 	})
 	return p.closeErr
+}
+
+// closeIdleHTTP drops the connections http_do kept alive for this
+// provider: a closed (or replaced) version must not hold connections to
+// the cloud's API open until the server times them out. Calls still in
+// flight keep theirs.
+func (p *Provider) closeIdleHTTP() {
+	if p.env != nil {
+		p.env.HTTP.CloseIdleConnections()
+	}
 }
 
 // ContextProvider returns p as a cloud.ContextProvider: the same provider
