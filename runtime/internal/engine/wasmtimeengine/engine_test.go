@@ -10,53 +10,9 @@ import (
 	"time"
 
 	"github.com/bytecodealliance/wasmtime-go/v37"
+	"github.com/wasmprov/wasmprov/internal/testwasm"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
-
-// bigModule is a valid module of n functions of about k instructions each,
-// which takes wasmtime a while to compile.
-func bigModule(n, k int) []byte {
-	uleb := func(v int) []byte {
-		var b []byte
-		for {
-			c := byte(v & 0x7f)
-			v >>= 7
-			if v != 0 {
-				c |= 0x80
-			}
-			b = append(b, c)
-			if v == 0 {
-				return b
-			}
-		}
-	}
-	section := func(id byte, payload []byte) []byte {
-		return append(append([]byte{id}, uleb(len(payload))...), payload...)
-	}
-	body := []byte{0x00}
-	for j := 0; j < k; j++ {
-		body = append(body, 0x20, 0x00, 0x41)
-		body = append(body, uleb(j&0x3f)...)
-		body = append(body, 0x6a, 0x21, 0x00)
-		if j%16 == 0 {
-			body = append(body, 0x20, 0x00, 0x04, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x21, 0x00, 0x0b)
-		}
-	}
-	body = append(body, 0x20, 0x00, 0x0b)
-	code, funcs := uleb(n), uleb(n)
-	for j := 0; j < n; j++ {
-		code = append(code, uleb(len(body))...)
-		code = append(code, body...)
-		funcs = append(funcs, 0x00)
-	}
-	out := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
-	out = append(out, section(1, []byte{0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f})...)
-	out = append(out, section(3, funcs)...)
-	out = append(out, section(5, []byte{0x01, 0x00, 0x01})...)
-	out = append(out, section(7, []byte{0x01, 0x06, 'm', 'e', 'm', 'o', 'r', 'y', 0x02, 0x00})...)
-	out = append(out, section(10, code)...)
-	return out
-}
 
 // waitBuilds waits for the compiles running in the background.
 func waitBuilds(t *testing.T, e *Engine) {
@@ -85,7 +41,7 @@ func TestCompileGivesUpAtDeadline(t *testing.T) {
 }
 
 func testCompileGivesUpAtDeadline(t *testing.T, opts ...Option) {
-	wasm := bigModule(600, 400)
+	wasm := testwasm.BigModule(600, 400)
 	ctx := context.Background()
 	cfg := engine.ModuleConfig{MemoryLimitPages: 16}
 
