@@ -81,35 +81,24 @@ var DefaultLimits = Limits{
 
 func (env *Env) limits() Limits {
 	l := env.Limits
-	if l.MaxResultBytes <= 0 {
-		l.MaxResultBytes = DefaultLimits.MaxResultBytes
-	}
-	if l.MaxMessageBytes <= 0 {
-		l.MaxMessageBytes = DefaultLimits.MaxMessageBytes
-	}
-	if l.MaxRequestBytes <= 0 {
-		l.MaxRequestBytes = DefaultLimits.MaxRequestBytes
-	}
-	if l.MaxLogBytesPerCall <= 0 {
-		l.MaxLogBytesPerCall = DefaultLimits.MaxLogBytesPerCall
-	}
-	if l.MaxLogRecordsPerCall <= 0 {
-		l.MaxLogRecordsPerCall = DefaultLimits.MaxLogRecordsPerCall
-	}
-	if l.MaxBytesPerCall <= 0 {
-		l.MaxBytesPerCall = DefaultLimits.MaxBytesPerCall
-	}
-	if l.MaxHTTPRequestsPerCall <= 0 {
-		l.MaxHTTPRequestsPerCall = DefaultLimits.MaxHTTPRequestsPerCall
-	}
-	if l.MaxMachineUpdatesPerCall <= 0 {
-		l.MaxMachineUpdatesPerCall = DefaultLimits.MaxMachineUpdatesPerCall
-	}
-	if l.MaxConfigVarsPerCall <= 0 {
-		l.MaxConfigVarsPerCall = DefaultLimits.MaxConfigVarsPerCall
-	}
-	if l.MaxPVListsPerCall <= 0 {
-		l.MaxPVListsPerCall = DefaultLimits.MaxPVListsPerCall
+	for _, f := range []struct {
+		v *int64
+		d int64
+	}{
+		{&l.MaxResultBytes, DefaultLimits.MaxResultBytes},
+		{&l.MaxMessageBytes, DefaultLimits.MaxMessageBytes},
+		{&l.MaxRequestBytes, DefaultLimits.MaxRequestBytes},
+		{&l.MaxLogBytesPerCall, DefaultLimits.MaxLogBytesPerCall},
+		{&l.MaxLogRecordsPerCall, DefaultLimits.MaxLogRecordsPerCall},
+		{&l.MaxBytesPerCall, DefaultLimits.MaxBytesPerCall},
+		{&l.MaxHTTPRequestsPerCall, DefaultLimits.MaxHTTPRequestsPerCall},
+		{&l.MaxMachineUpdatesPerCall, DefaultLimits.MaxMachineUpdatesPerCall},
+		{&l.MaxConfigVarsPerCall, DefaultLimits.MaxConfigVarsPerCall},
+		{&l.MaxPVListsPerCall, DefaultLimits.MaxPVListsPerCall},
+	} {
+		if *f.v <= 0 {
+			*f.v = f.d
+		}
 	}
 	return l
 }
