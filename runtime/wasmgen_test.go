@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // Opcodes the generated bodies use.
@@ -37,29 +38,9 @@ const (
 	valI64        = 0x7e
 )
 
-func uleb(v uint64) []byte {
-	var out []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 {
-			return append(out, c)
-		}
-		out = append(out, c|0x80)
-	}
-}
+func uleb(v uint64) []byte { return wasmbin.AppendUint64(nil, v) }
 
-func sleb(v int64) []byte {
-	var out []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(out, c)
-		}
-		out = append(out, c|0x80)
-	}
-}
+func sleb(v int64) []byte { return wasmbin.AppendInt64(nil, v) }
 
 func wasmName(s string) []byte { return append(uleb(uint64(len(s))), s...) }
 

@@ -3,41 +3,16 @@ package wasip1_test
 // A minimal WebAssembly encoder for the test guests: hand-assembled
 // modules, so the tests need no toolchain.
 
+import "github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+
 const (
 	tI32 = 0x7f
 	tI64 = 0x7e
 )
 
-func uleb(v uint64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			c |= 0x80
-		}
-		b = append(b, c)
-		if v == 0 {
-			return b
-		}
-	}
-}
+func uleb(v uint64) []byte { return wasmbin.AppendUint64(nil, v) }
 
-func sleb(v int64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		done := (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0)
-		if !done {
-			c |= 0x80
-		}
-		b = append(b, c)
-		if done {
-			return b
-		}
-	}
-}
+func sleb(v int64) []byte { return wasmbin.AppendInt64(nil, v) }
 
 func str(s string) []byte { return append(uleb(uint64(len(s))), s...) }
 
