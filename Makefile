@@ -69,10 +69,11 @@ conformance: cli guests c-guests
 # drive guests (conformance, the examples, the CLI) and the instrumenter
 # (a single-threaded byte rewriter whose tests run guests for seconds) run
 # without it, which cuts their time several-fold. Together they are ./...
-RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./controller/... ./guests/... ./hostfuncs/... \
+RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./controller/... ./guests/... ./internal/hostfuncs \
 	./runtime ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 ./runtime/internal/wasmbin
-PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/... ./runtime/internal/interrupt
+PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/testguest/... \
+	./internal/testwasm ./runtime/internal/interrupt
 
 ## check: the quick checks, gofmt and vet (seconds; make test runs them first)
 check: fmt-check vet
@@ -85,9 +86,9 @@ test: debian-packages fmt-check vet
 	$(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
 
 ## test-wasmtime: the guest-driving suites again on the wasmtime engine (cgo, build tag wasmtime)
-WASMTIME_PKGS := ./runtime/... ./hostfuncs/... ./conformance/... ./examples/... ./cmd/...
+WASMTIME_PKGS := ./runtime/... ./internal/hostfuncs ./conformance/... ./examples/... ./cmd/...
 test-wasmtime: debian-packages
-	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./hostfuncs/...
+	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./internal/hostfuncs
 	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m $(WASMTIME_PKGS)
 
 ## vet: go vet of the host and of the wasip1 guest code
@@ -102,9 +103,9 @@ fmt-check:
 ## fuzz-smoke: run every fuzz target for FUZZTIME (CI)
 FUZZTIME ?= 10s
 FUZZ_TARGETS := \
-	./hostfuncs:FuzzHTTPRequest ./hostfuncs:FuzzHTTPAllow ./hostfuncs:FuzzInternalAddr \
-	./hostfuncs:FuzzConfigVar ./hostfuncs:FuzzMachineUpdate ./hostfuncs:FuzzPVList \
-	./hostfuncs:FuzzLog ./hostfuncs:FuzzInput ./hostfuncs:FuzzHostArgs \
+	./internal/hostfuncs:FuzzHTTPRequest ./internal/hostfuncs:FuzzHTTPAllow ./internal/hostfuncs:FuzzInternalAddr \
+	./internal/hostfuncs:FuzzConfigVar ./internal/hostfuncs:FuzzMachineUpdate ./internal/hostfuncs:FuzzPVList \
+	./internal/hostfuncs:FuzzLog ./internal/hostfuncs:FuzzInput ./internal/hostfuncs:FuzzHostArgs \
 	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument \
 	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker \
 	./runtime/internal/wasip1:FuzzValidPath

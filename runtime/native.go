@@ -7,7 +7,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/guests/go/provider"
-	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 )
 
 // LoadNative serves a provider written with the Go guest SDK from the host

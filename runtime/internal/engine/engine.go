@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 )
 
 // Engine compiles modules. One Engine serves every provider of a Runtime,

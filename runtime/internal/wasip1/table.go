@@ -3,7 +3,7 @@ package wasip1
 import (
 	"context"
 
-	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 )
 
 const (

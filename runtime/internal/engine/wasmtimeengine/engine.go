@@ -15,7 +15,7 @@ import (
 
 	"github.com/bytecodealliance/wasmtime-go/v37"
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine/wasmtimeengine/compiler"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/bytecodealliance/wasmtime-go/v37"
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasip1"

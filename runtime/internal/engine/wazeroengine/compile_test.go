@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/internal/testwasm"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
