@@ -15,6 +15,7 @@ import (
 	"github.com/wasmprov/wasmprov/conformance"
 	"github.com/wasmprov/wasmprov/conformance/internal/minicloud"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 )
 
 const refToken = "t0k3n-s3cr3t"
@@ -35,6 +36,7 @@ func refConfig(t *testing.T, dir string) conformance.Config {
 		Module:              testguest.Build(t, dir),
 		ProviderSpec:        json.RawMessage(refSpec),
 		CompilationCacheDir: testguest.CompilationCacheDir(t),
+		Engine:              testhost.Engine(),
 		Redact:              cassette.Redaction{Secrets: []string{refToken}},
 	}
 }

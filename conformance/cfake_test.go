@@ -8,6 +8,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/conformance"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 )
 
 // buildCFake compiles examples/c-fake with its build.sh (clang + wasi-libc).
@@ -33,5 +34,6 @@ func TestCFake(t *testing.T) {
 		Profile:             conformance.ProfileStateless,
 		FuzzMachines:        240,
 		CompilationCacheDir: testguest.CompilationCacheDir(t),
+		Engine:              testhost.Engine(),
 	})
 }

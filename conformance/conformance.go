@@ -105,6 +105,8 @@ type Config struct {
 	// CallTimeout bounds each provider call (default 30s).
 	CallTimeout time.Duration
 
+	// Engine runs the provider (default: the runtime's, wazero).
+	Engine runtime.Engine
 	// CompilationCacheDir keeps compiled modules across runs.
 	CompilationCacheDir string
 	// Logger receives the host's and the guest's log records (default:
@@ -312,14 +314,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	opts := []runtime.Option{runtime.WithLogger(slog.New(&captureHandler{log: e.denied, next: logger.Handler()}))}
+	opts := []runtime.Option{runtime.WithEngine(cfg.Engine),
+		runtime.WithLogger(slog.New(&captureHandler{log: e.denied, next: logger.Handler()}))}
 	if cfg.CompilationCacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(cfg.CompilationCacheDir))
 	}
 	if transport != nil {
 		opts = append(opts, runtime.WithHTTPTransport(func(http.RoundTripper) http.RoundTripper { return transport }))
 	}
-	rt, err := runtime.New(ctx, opts...)
+	rt, err := runtime.New(opts...)
 	if err != nil {
 		return nil, err
 	}

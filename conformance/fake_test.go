@@ -9,6 +9,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/conformance"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 )
 
 const fakeSpec = `{"cloudProvider":"fake","cloudProviderSpec":{"passValidation":true},"operatingSystem":"ubuntu"}`
@@ -21,6 +22,7 @@ func TestGoFakeStateless(t *testing.T) {
 		ProviderSpec:        json.RawMessage(fakeSpec),
 		Profile:             conformance.ProfileStateless,
 		CompilationCacheDir: testguest.CompilationCacheDir(t),
+		Engine:              testhost.Engine(),
 	})
 	var text, junit, js bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
@@ -61,6 +63,7 @@ func TestGoFakeStatefulFails(t *testing.T) {
 		Module:              testguest.Build(t, "examples/fake"),
 		ProviderSpec:        json.RawMessage(fakeSpec),
 		CompilationCacheDir: testguest.CompilationCacheDir(t),
+		Engine:              testhost.Engine(),
 		Checks:              []string{"get.", "delete.removes"},
 	})
 	if err != nil {

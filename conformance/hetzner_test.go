@@ -12,6 +12,7 @@ import (
 	"github.com/wasmprov/wasmprov/conformance"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 )
 
 var record = flag.Bool("record", false, "re-record the committed cassettes from the simulators")
@@ -29,6 +30,7 @@ func hetznerConfig(t *testing.T) conformance.Config {
 		Name:                "hetzner",
 		ProviderSpec:        json.RawMessage(hetznerSpec),
 		CompilationCacheDir: testguest.CompilationCacheDir(t),
+		Engine:              testhost.Engine(),
 		Redact:              cassette.Redaction{Secrets: []string{hetznerToken}},
 		// Each Create makes a temporary SSH key pair (as upstream does, so
 		// that Hetzner mails no root password): its name and key are random.

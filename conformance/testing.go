@@ -6,14 +6,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wasmprov/wasmprov/runtime"
 )
 
 // RunT runs the suite from a provider's own tests: every check becomes a
 // subtest that passes, fails with the check's explanation, or is skipped.
 // When $WASMPROV_CONFORMANCE_REPORTS names a directory, the JUnit XML and
-// JSON reports are written there too (for CI).
+// JSON reports are written there too (for CI). A Config without an Engine
+// runs on the engine $WASMPROV_ENGINE names (runtime.EngineEnv), so a
+// provider's suite runs on wasmtime with WASMPROV_ENGINE=wasmtime go test
+// -tags wasmtime.
 func RunT(t *testing.T, cfg Config) *Report {
 	t.Helper()
+	if cfg.Engine == "" {
+		cfg.Engine = runtime.Engine(os.Getenv(runtime.EngineEnv))
+	}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("conformance run did not start: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -28,7 +29,7 @@ import (
 
 func benchRuntime(b *testing.B, enforced bool, method string) {
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(b)),
+	rt, err := runtime.New(testhost.EngineOption(), runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(b)),
 		runtime.WithInterruptibleGuests(enforced), runtime.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)

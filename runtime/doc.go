@@ -1,8 +1,9 @@
 // Package runtime loads machine-controller cloud providers compiled to
-// WebAssembly and runs them in wazero, behind the same cloud.Provider
-// interface as a provider compiled into the controller.
+// WebAssembly and runs them in a sandbox (wazero by default, wasmtime with
+// -tags wasmtime and WithEngine), behind the same cloud.Provider interface
+// as a provider compiled into the controller.
 //
-//	rt, err := runtime.New(ctx)
+//	rt, err := runtime.New()
 //	p, err := rt.Load(ctx, "providers/fake.wasm")
 //	var _ cloud.Provider = p
 //

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"os"
 	"sort"
 
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
@@ -24,16 +23,19 @@ const (
 	EngineWasmtime Engine = "wasmtime"
 )
 
-// EngineEnv names the environment variable that chooses the engine of a
-// Runtime created without WithEngine, so a binary built with both engines
-// switches without code changes (and the test suite runs on either).
+// EngineEnv names the environment variable that the wasmprov CLI and the
+// test suites read to choose an engine (`WASMPROV_ENGINE=wasmtime make
+// test-wasmtime`). The runtime itself never reads it: an embedder chooses
+// with WithEngine, so no variable in a controller's environment changes
+// which engine runs untrusted code.
 const EngineEnv = "WASMPROV_ENGINE"
 
 // ErrEngineUnavailable is returned by New for an engine this binary was not
 // built with.
 var ErrEngineUnavailable = errors.New("engine not available in this build (wasmtime needs -tags wasmtime)")
 
-// WithEngine selects the engine (default: $WASMPROV_ENGINE, else wazero).
+// WithEngine selects the engine (default EngineWazero; an empty e means the
+// default too).
 func WithEngine(e Engine) Option { return func(c *config) { c.engine = e } }
 
 // engines are the engines compiled into this binary.
@@ -60,13 +62,6 @@ func newWazero(c config) (engine.Engine, error) {
 		opts = append(opts, wazeroengine.WithMemoryAllocator(a))
 	}
 	return wazeroengine.New(c.cacheDir, opts...)
-}
-
-func defaultEngine() Engine {
-	if e := os.Getenv(EngineEnv); e != "" {
-		return Engine(e)
-	}
-	return EngineWazero
 }
 
 // Engine reports the engine r runs guests on.

@@ -3,23 +3,23 @@ package runtime_test
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"testing"
 
+	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
 func TestEngineSelection(t *testing.T) {
 	ctx := context.Background()
-	if _, err := runtime.New(ctx, runtime.WithEngine("v8")); !errors.Is(err, runtime.ErrEngineUnavailable) {
+	if _, err := runtime.New(runtime.WithEngine("v8")); !errors.Is(err, runtime.ErrEngineUnavailable) {
 		t.Fatalf("unknown engine: got %v, want ErrEngineUnavailable", err)
 	}
 	if !slices.Contains(runtime.Engines(), runtime.EngineWazero) {
 		t.Fatalf("Engines() = %v lacks wazero", runtime.Engines())
 	}
 	for _, e := range runtime.Engines() {
-		rt, err := runtime.New(ctx, runtime.WithEngine(e))
+		rt, err := runtime.New(runtime.WithEngine(e))
 		if err != nil {
 			t.Fatalf("%s: %v", e, err)
 		}
@@ -37,14 +37,28 @@ func TestEngineSelection(t *testing.T) {
 			t.Errorf("%s: Close: %v", e, err)
 		}
 	}
-	// The suite runs on the engine $WASMPROV_ENGINE names: make sure it is
-	// the one in use, so `make test-wasmtime` cannot silently test wazero.
-	rt := newRuntime(t)
-	want := runtime.Engine(os.Getenv(runtime.EngineEnv))
+	// The runtime never reads $WASMPROV_ENGINE: without WithEngine it is
+	// wazero whatever the environment says, so no variable in an
+	// embedder's environment changes the engine under untrusted code.
+	t.Setenv(runtime.EngineEnv, string(runtime.EngineWasmtime))
+	rt, err := runtime.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	if rt.Engine() != runtime.EngineWazero {
+		t.Fatalf("New() with %s=wasmtime runs %q, want wazero", runtime.EngineEnv, rt.Engine())
+	}
+}
+
+// TestSuiteEngine checks that the suite runs on the engine $WASMPROV_ENGINE
+// names, so `make test-wasmtime` cannot silently test wazero.
+func TestSuiteEngine(t *testing.T) {
+	want := testhost.Engine()
 	if want == "" {
 		want = runtime.EngineWazero
 	}
-	if rt.Engine() != want {
-		t.Fatalf("default engine %q, want %q", rt.Engine(), want)
+	if rt := newRuntime(t); rt.Engine() != want {
+		t.Fatalf("suite runtime on %q, want %q", rt.Engine(), want)
 	}
 }

@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -16,7 +15,7 @@ import (
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,19 +50,7 @@ func newLogger() (*slog.Logger, *logBuffer) {
 
 func newRuntime(t testing.TB, opts ...runtime.Option) *runtime.Runtime {
 	t.Helper()
-	ctx := context.Background()
-	opts = append([]runtime.Option{runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t))}, opts...)
-	if _, bench := t.(*testing.B); bench {
-		// Benchmark output must stay parseable (benchstat): no log lines
-		// between a benchmark's name and its result.
-		opts = append([]runtime.Option{runtime.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
-	}
-	rt, err := runtime.New(ctx, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	return rt
+	return testhost.NewRuntime(t, opts...)
 }
 
 func readFixture(t testing.TB, name string) []byte {

@@ -136,7 +136,7 @@ func newFixture(t testing.TB, ropts ...RegistryOption) *fixture {
 	ctx := context.Background()
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	rt, err := New(ctx, WithLogger(logger), WithCompilationCacheDir(testguest.CompilationCacheDir(t)))
+	rt, err := New(WithEngine(Engine(os.Getenv(EngineEnv))), WithLogger(logger), WithCompilationCacheDir(testguest.CompilationCacheDir(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,8 +52,9 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 
 // WithCompilationCacheDir keeps compiled modules in dir, so a new process
 // loads a known module in milliseconds instead of recompiling it. The cache
-// is keyed by module content, wazero version and architecture; dir may be
-// shared between processes.
+// is keyed by module content, engine and engine version, and architecture
+// (and, for the instrumented module, the instrumentation's format version);
+// dir may be shared between processes.
 func WithCompilationCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
 
 // WithKubernetesClient lets config_var read the Secrets and ConfigMaps that
@@ -69,14 +70,15 @@ func WithDefaultPolicy(p Policy) Option { return func(c *config) { c.defaultPoli
 // running forever: only for trusted, benchmarked providers.
 func WithInterruptibleGuests(on bool) Option { return func(c *config) { c.interruptible = on } }
 
-// New returns a Runtime.
-func New(ctx context.Context, opts ...Option) (*Runtime, error) {
+// New returns a Runtime on the engine WithEngine chose (default wazero).
+// Nothing is compiled or started until a provider is loaded.
+func New(opts ...Option) (*Runtime, error) {
 	cfg := config{logger: slog.Default(), interruptible: true}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.engine == "" {
-		cfg.engine = defaultEngine()
+		cfg.engine = EngineWazero
 	}
 	newEngine, ok := engines[cfg.engine]
 	if !ok {

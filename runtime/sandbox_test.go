@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -100,7 +101,7 @@ func (s *sandbox) expectInvalid(t *testing.T, name string, contains ...string) {
 func TestSandbox(t *testing.T) {
 	ctx := context.Background()
 	logs := newLogCapture()
-	rt, err := runtime.New(ctx, runtime.WithLogger(slog.New(logs)),
+	rt, err := runtime.New(testhost.EngineOption(), runtime.WithLogger(slog.New(logs)),
 		runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -573,7 +574,7 @@ func (s *sandbox) expectFlood(t *testing.T, stream string, level slog.Level) {
 // from the context's AfterFunc goroutine is race-free.
 func TestDeadlineRace(t *testing.T) {
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.WithLogger(slog.New(slog.DiscardHandler)),
+	rt, err := runtime.New(testhost.EngineOption(), runtime.WithLogger(slog.New(slog.DiscardHandler)),
 		runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t)))
 	if err != nil {
 		t.Fatal(err)

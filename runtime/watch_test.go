@@ -487,7 +487,7 @@ func BenchmarkReloadLatency(b *testing.B) {
 			if mode == "cold" {
 				cacheDir = b.TempDir()
 			}
-			rt, err := New(ctx, WithLogger(discardLogger()), WithCompilationCacheDir(cacheDir))
+			rt, err := New(WithEngine(Engine(os.Getenv(EngineEnv))), WithLogger(discardLogger()), WithCompilationCacheDir(cacheDir))
 			if err != nil {
 				b.Fatal(err)
 			}

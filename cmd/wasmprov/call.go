@@ -186,11 +186,11 @@ func printYAML(w io.Writer, v any) error {
 // loadForCLI loads one module with its policy.
 func loadForCLI(ctx context.Context, module, policyFile, cacheDir string) (*runtime.Provider, *runtime.Runtime, error) {
 	// Host diagnostics go to stderr, warnings and up: results go to stdout.
-	opts := []runtime.Option{runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	opts := []runtime.Option{engineOption(), runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
 	if cacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(cacheDir))
 	}
-	rt, err := runtime.New(ctx, opts...)
+	rt, err := runtime.New(opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -119,6 +119,7 @@ Checks:
 		Checks:              checks,
 		Seed:                *seed,
 		FuzzMachines:        *fuzzN,
+		Engine:              engine(),
 		CompilationCacheDir: *cacheDir,
 		Logger:              logger,
 	})

@@ -93,12 +93,12 @@ func runController(ctx context.Context, args []string) error {
 	// finish first, then everything is closed.
 	bg := context.WithoutCancel(ctx)
 	calls := metrics.New() // provider calls, errors by class, pools, reloads
-	rtOpts := []runtime.Option{runtime.WithLogger(logger), runtime.WithKubernetesClient(kube),
+	rtOpts := []runtime.Option{engineOption(), runtime.WithLogger(logger), runtime.WithKubernetesClient(kube),
 		runtime.WithCallObserver(calls.ObserveCall)}
 	if *cacheDir != "" {
 		rtOpts = append(rtOpts, runtime.WithCompilationCacheDir(*cacheDir))
 	}
-	rt, err := runtime.New(bg, rtOpts...)
+	rt, err := runtime.New(rtOpts...)
 	if err != nil {
 		return err
 	}

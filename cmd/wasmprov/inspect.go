@@ -29,7 +29,7 @@ func runInspect(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rt, err := runtime.New(ctx)
+	rt, err := runtime.New(engineOption())
 	if err != nil {
 		return err
 	}

@@ -66,11 +66,11 @@ func runServe(ctx context.Context, args []string) error {
 	}
 
 	collector := metrics.New()
-	opts := []runtime.Option{runtime.WithLogger(logger), runtime.WithCallObserver(collector.ObserveCall)}
+	opts := []runtime.Option{engineOption(), runtime.WithLogger(logger), runtime.WithCallObserver(collector.ObserveCall)}
 	if *cacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(*cacheDir))
 	}
-	rt, err := runtime.New(ctx, opts...)
+	rt, err := runtime.New(opts...)
 	if err != nil {
 		return err
 	}

@@ -30,9 +30,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, dir string, m *clusterv1alpha1.Machine) error {
+func run(ctx context.Context, dir string, m *clusterv1alpha1.Machine, opts ...runtime.Option) error {
 	// 1. One runtime and registry per process; Watch hot-reloads changed files.
-	rt, err := runtime.New(ctx) // add runtime.WithKubernetesClient(kube) for Secret refs
+	rt, err := runtime.New(opts...) // add runtime.WithKubernetesClient(kube) for Secret refs
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 )
 
 // TestRun runs the example against the fake provider built from source.
@@ -21,12 +22,12 @@ func TestRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := run(ctx, dir, demoMachine()); err != nil {
+	if err := run(ctx, dir, demoMachine(), testhost.EngineOption()); err != nil {
 		t.Fatal(err)
 	}
 	m := demoMachine()
 	m.Spec.ProviderSpec.Value.Raw = []byte(`{"cloudProvider":"nope"}`)
-	if err := run(ctx, dir, m); err == nil {
+	if err := run(ctx, dir, m, testhost.EngineOption()); err == nil {
 		t.Fatal("unknown provider: no error")
 	}
 }

@@ -1,7 +1,7 @@
 // Package metrics exposes a wasmprov runtime and registry to Prometheus.
 //
 //	c := metrics.New()
-//	rt, _ := runtime.New(ctx, runtime.WithCallObserver(c.ObserveCall))
+//	rt, _ := runtime.New(runtime.WithCallObserver(c.ObserveCall))
 //	reg := runtime.NewRegistry(rt)
 //	c.SetRegistry(reg)
 //	prometheus.MustRegister(c)

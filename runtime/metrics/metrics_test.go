@@ -15,6 +15,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,7 +70,7 @@ func TestCollector(t *testing.T) {
 	v1, v2 := guest(t, "v1", ""), guest(t, "v2", "")
 	c := metrics.New()
 	logger := slog.New(slog.DiscardHandler)
-	rt, err := runtime.New(ctx, runtime.WithLogger(logger), runtime.WithCallObserver(c.ObserveCall),
+	rt, err := runtime.New(testhost.EngineOption(), runtime.WithLogger(logger), runtime.WithCallObserver(c.ObserveCall),
 		runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t)))
 	if err != nil {
 		t.Fatal(err)

@@ -163,7 +163,7 @@ func newWasmprov(ctx context.Context, o Options, extra ...runtime.Option) (*Wasm
 		opts = append(opts, runtime.WithCompilationCacheDir(o.CacheDir))
 	}
 	opts = append(opts, extra...)
-	rt, err := runtime.New(ctx, opts...)
+	rt, err := runtime.New(opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -51,16 +51,17 @@ func main() {
 	if d, err := os.UserCacheDir(); err == nil {
 		cacheDefault = filepath.Join(d, "wasmprov")
 	}
-	cache := flag.String("cache", cacheDefault, "wazero compilation cache directory (\"\" for none)")
+	cache := flag.String("cache", cacheDefault, "compilation cache directory (\"\" for none)")
+	engine := flag.String("engine", "", "engine: wazero (default) or wasmtime (a binary built with -tags wasmtime)")
 	verbose := flag.Bool("v", false, "show the provider's and the runtime's logs")
 	flag.Parse()
-	if err := run(*wasm, *cache, *verbose); err != nil {
+	if err := run(*wasm, *cache, runtime.Engine(*engine), *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(wasm, cacheDir string, verbose bool) error {
+func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -82,11 +83,11 @@ func run(wasm, cacheDir string, verbose bool) error {
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	opts := []runtime.Option{runtime.WithKubernetesClient(cluster.Kube), runtime.WithLogger(logger)}
+	opts := []runtime.Option{runtime.WithEngine(engine), runtime.WithKubernetesClient(cluster.Kube), runtime.WithLogger(logger)}
 	if cacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(cacheDir))
 	}
-	rt, err := runtime.New(ctx, opts...)
+	rt, err := runtime.New(opts...)
 	if err != nil {
 		return err
 	}

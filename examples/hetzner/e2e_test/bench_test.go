@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkVariants(b *testing.B) {
 				var total time.Duration
 				var heap uint64
 				for i := 0; i < b.N; i++ {
-					rt, err := runtime.New(ctx)
+					rt, err := runtime.New(testhost.EngineOption())
 					if err != nil {
 						b.Fatal(err)
 					}

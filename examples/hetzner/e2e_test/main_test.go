@@ -24,6 +24,7 @@ import (
 	"github.com/wasmprov/wasmprov/examples/hetzner/hetznertest"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hzprovider"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -85,7 +86,7 @@ func getEnv(t testing.TB, dir string) *env {
 	if testing.Verbose() && os.Getenv("HETZNER_E2E_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	rt, err := runtime.New(ctx, runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t)),
+	rt, err := runtime.New(testhost.EngineOption(), runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t)),
 		runtime.WithKubernetesClient(cluster.Kube), runtime.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
