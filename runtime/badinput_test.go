@@ -123,7 +123,8 @@ func TestTrapInEveryMethod(t *testing.T) {
 			}
 		}
 	}
-	created, live, inUse, discarded := p.PoolStats()
+	st := p.PoolStats()
+	created, live, inUse, discarded := st.Created, st.Live, st.InUse, st.Discarded
 	if discarded != 16 || inUse != 0 || live != 0 || created != 16 {
 		t.Fatalf("created=%d live=%d inUse=%d discarded=%d; want every trapped instance discarded", created, live, inUse, discarded)
 	}
@@ -149,7 +150,8 @@ func TestPanicInEveryMethod(t *testing.T) {
 			t.Errorf("%s: message does not say where it panicked: %.200s", method, err)
 		}
 	}
-	_, live, inUse, discarded := p.PoolStats()
+	st := p.PoolStats()
+	live, inUse, discarded := st.Live, st.InUse, st.Discarded
 	if discarded != 8 || inUse != 0 || live != 0 {
 		t.Fatalf("live=%d inUse=%d discarded=%d; a panicked instance must never be reused", live, inUse, discarded)
 	}
@@ -195,7 +197,7 @@ func TestInvalidProviderSpecIsTerminalAndNeverReachesTheGuest(t *testing.T) {
 			t.Errorf("%s: error does not name provider and method: %v", method, err)
 		}
 	}
-	if _, _, _, discarded := p.PoolStats(); discarded != 0 {
+	if discarded := p.PoolStats().Discarded; discarded != 0 {
 		t.Fatalf("the guest ran: %d instances discarded", discarded)
 	}
 }
@@ -232,7 +234,7 @@ func TestClosedProviderRefusesCalls(t *testing.T) {
 	if _, err := p.Get(newMachine("m", "u", map[string]any{})); !errors.Is(err, runtime.ErrProviderClosed) {
 		t.Fatalf("want ErrProviderClosed, got %v", err)
 	}
-	if _, live, _, _ := p.PoolStats(); live != 0 {
+	if live := p.PoolStats().Live; live != 0 {
 		t.Fatalf("%d instances still live after Close", live)
 	}
 }
@@ -291,7 +293,7 @@ func TestCallTimeoutTimerIsReusedWithoutFalseAlarms(t *testing.T) {
 		}
 		n++
 	}
-	if _, _, _, discarded := p.PoolStats(); discarded != int64(slow) {
+	if discarded := p.PoolStats().Discarded; discarded != int64(slow) {
 		t.Fatalf("%d instances discarded, %d calls really timed out", discarded, slow)
 	}
 	t.Logf("%d calls, %d really slow, no false alarm", n, slow)
@@ -314,7 +316,8 @@ func TestInstancesAreRecycledAfterTheirCallBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	created, live, _, discarded := p.PoolStats()
+	st := p.PoolStats()
+	created, live, discarded := st.Created, st.Live, st.Discarded
 	if created != 4 || live != 1 || discarded != 0 {
 		t.Fatalf("created=%d live=%d discarded=%d; want 4 instances for 10 calls at 3 calls each, none discarded", created, live, discarded)
 	}

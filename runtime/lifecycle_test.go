@@ -289,7 +289,8 @@ func TestContextCancelsCall(t *testing.T) {
 	if _, err := p.Get(m); err != nil {
 		t.Fatalf("Get after timeout: %v", err)
 	}
-	_, _, inUse, discarded := p.PoolStats()
+	st := p.PoolStats()
+	inUse, discarded := st.InUse, st.Discarded
 	if discarded != 1 || inUse != 0 {
 		t.Fatalf("discarded=%d inUse=%d, want 1 and 0", discarded, inUse)
 	}

@@ -87,14 +87,37 @@ func (p *Provider) Granted() abi.Capability { return p.granted }
 // Policy returns the provider's policy, with defaults filled in.
 func (p *Provider) Policy() Policy { return p.policy }
 
-// PoolStats reports the provider's instance pool: instances created, live,
-// in use, and discarded after a trap, timeout or panic.
-func (p *Provider) PoolStats() (created, live, inUse, discarded int64) {
+// Warm instantiates idle instances until the pool holds n (at most the
+// policy's PoolSize), so the first calls after a reload pay no
+// instantiation. A native provider has no pool; Warm does nothing.
+func (p *Provider) Warm(ctx context.Context, n int) error {
 	if p.pool == nil {
-		return 0, 0, 0, 0
+		return nil
+	}
+	return p.pool.Warm(ctx, n)
+}
+
+// PoolStats is a snapshot of a provider's instance pool.
+type PoolStats struct {
+	// Created counts instances ever instantiated.
+	Created int64
+	// Live is how many instances exist now, idle or in use.
+	Live int64
+	// InUse is how many instances are serving a call now.
+	InUse int64
+	// Discarded counts instances thrown away after a trap, timeout, panic or
+	// a broken invariant (never reused).
+	Discarded int64
+}
+
+// PoolStats reports the provider's instance pool. A native provider
+// (runtime/native) has no pool and reports zeros.
+func (p *Provider) PoolStats() PoolStats {
+	if p.pool == nil {
+		return PoolStats{}
 	}
 	s := p.pool.Stats()
-	return s.Created.Load(), s.Live.Load(), s.InUse.Load(), s.Discarded.Load()
+	return PoolStats{Created: s.Created.Load(), Live: s.Live.Load(), InUse: s.InUse.Load(), Discarded: s.Discarded.Load()}
 }
 
 // Close stops accepting calls, waits for calls in flight to finish (or ctx

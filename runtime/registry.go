@@ -628,8 +628,8 @@ func (r *Registry) prepare(ctx context.Context, e *entry, wasm []byte, policy *P
 		}
 	}
 	if old := e.cur.Load(); old != nil && r.cfg.prewarmToLoad {
-		_, live, _, _ := old.PoolStats()
-		if err := p.pool.Warm(ctx, int(live)); err != nil {
+		live := old.PoolStats().Live
+		if err := p.Warm(ctx, int(live)); err != nil {
 			return fail(fmt.Errorf("provider %q: pre-warming: %w", e.name, err))
 		}
 	}
@@ -664,7 +664,8 @@ func (r *Registry) retire(e *entry, old *Provider) {
 		defer cancel()
 		start := time.Now()
 		err := old.Close(ctx)
-		created, _, _, discarded := old.PoolStats()
+		ps := old.PoolStats()
+		created, discarded := ps.Created, ps.Discarded
 		st := &e.st
 		st.mu.Lock()
 		delete(st.draining, old)
@@ -829,7 +830,8 @@ func (r *Registry) Status() []ProviderStatus {
 		cur := e.cur.Load()
 		s.InstancesCreated, s.InstancesDiscarded = st.retiredCreate, st.retiredDisc
 		add := func(p *Provider) {
-			created, live, inUse, discarded := p.PoolStats()
+			st := p.PoolStats()
+			created, live, inUse, discarded := st.Created, st.Live, st.InUse, st.Discarded
 			s.InstancesCreated += created
 			s.InstancesDiscarded += discarded
 			s.Instances += live

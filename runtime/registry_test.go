@@ -456,20 +456,13 @@ func TestRegistryRejectsBadVersions(t *testing.T) {
 	waitFor(t, 5*time.Second, "rejected versions closed", func() bool { return liveProviders(f.rt) == 1 })
 }
 
-func liveProviders(rt *Runtime) int {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return len(rt.providers)
-}
+func liveProviders(rt *Runtime) int { return len(rt.Providers()) }
 
-// liveInstances counts the wazero module instances of every open provider.
+// liveInstances counts the module instances of every open provider.
 func liveInstances(rt *Runtime) int64 {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	var n int64
-	for p := range rt.providers {
-		_, live, _, _ := p.PoolStats()
-		n += live
+	for _, p := range rt.Providers() {
+		n += p.PoolStats().Live
 	}
 	return n
 }
@@ -494,7 +487,7 @@ func TestRegistryDrainsOldVersion(t *testing.T) {
 		v, err := version(ctx, h, map[string]string{"spin": "15"})
 		slow <- result{v, err}
 	}()
-	waitFor(t, 5*time.Second, "slow call in flight", func() bool { _, _, inUse, _ := old.PoolStats(); return inUse == 1 })
+	waitFor(t, 5*time.Second, "slow call in flight", func() bool { inUse := old.PoolStats().InUse; return inUse == 1 })
 	if err := f.reg.Register(ctx, "p", v2, nil); err != nil {
 		t.Fatal(err)
 	}

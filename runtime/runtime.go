@@ -94,14 +94,8 @@ func New(opts ...Option) (*Runtime, error) {
 // Close closes every provider loaded by r (waiting for calls in flight) and
 // the engine with its compilation cache.
 func (r *Runtime) Close(ctx context.Context) error {
-	r.mu.Lock()
-	ps := make([]*Provider, 0, len(r.providers))
-	for p := range r.providers {
-		ps = append(ps, p)
-	}
-	r.mu.Unlock()
 	var first error
-	for _, p := range ps {
+	for _, p := range r.Providers() {
 		if err := p.Close(ctx); err != nil && first == nil {
 			first = err
 		}
@@ -110,6 +104,18 @@ func (r *Runtime) Close(ctx context.Context) error {
 		first = err
 	}
 	return first
+}
+
+// Providers lists the providers loaded by r and not yet closed, in no
+// particular order.
+func (r *Runtime) Providers() []*Provider {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Provider, 0, len(r.providers))
+	for p := range r.providers {
+		out = append(out, p)
+	}
+	return out
 }
 
 func (r *Runtime) track(p *Provider) {

@@ -124,7 +124,8 @@ func expectCallError(t *testing.T, err error, class runtime.Class, target error,
 // expectPool asserts the provider's discarded and in-use instance counts.
 func expectPool(t *testing.T, p *runtime.Provider, discarded int64) {
 	t.Helper()
-	_, live, inUse, d := p.PoolStats()
+	st := p.PoolStats()
+	live, inUse, d := st.Live, st.InUse, st.Discarded
 	if d != discarded || inUse != 0 {
 		t.Errorf("pool: want %d discarded and 0 in use, got discarded=%d inUse=%d live=%d", discarded, d, inUse, live)
 	}

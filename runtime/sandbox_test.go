@@ -616,7 +616,8 @@ func TestDeadlineRace(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	_, _, inUse, discarded := p.PoolStats()
+	st := p.PoolStats()
+	inUse, discarded := st.InUse, st.Discarded
 	t.Logf("%d ok, %d timed out, %d instances discarded", oks.Load(), timeouts.Load(), discarded)
 	if inUse != 0 || discarded > timeouts.Load() {
 		t.Errorf("pool: %d in use, %d discarded for %d timeouts", inUse, discarded, timeouts.Load())
@@ -654,7 +655,8 @@ func TestDeadlineRace(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	_, _, inUse, discarded = pt.PoolStats()
+	st = pt.PoolStats()
+	inUse, discarded = st.InUse, st.Discarded
 	t.Logf("policy timeout: %d ok, %d timed out, %d instances discarded", timerOKs.Load(), timerTimeouts.Load(), discarded)
 	if inUse != 0 || discarded > timerTimeouts.Load() {
 		t.Errorf("pool: %d in use, %d discarded for %d timeouts", inUse, discarded, timerTimeouts.Load())

@@ -79,7 +79,7 @@ func TestWatchFollowsDirectory(t *testing.T) {
 		slow <- err
 	}()
 	cur := h.Current()
-	waitFor(t, 5*time.Second, "slow call", func() bool { _, _, inUse, _ := cur.PoolStats(); return inUse == 1 })
+	waitFor(t, 5*time.Second, "slow call", func() bool { inUse := cur.PoolStats().InUse; return inUse == 1 })
 	mark = f.ev.len()
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)

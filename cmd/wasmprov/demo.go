@@ -97,7 +97,8 @@ func demo(ctx context.Context, w io.Writer, module, cacheDir string) error {
 	err = cp.Delete(ctx, machine, data)
 	step("Delete", time.Since(t), "deleted", err)
 
-	created, live, _, discarded := p.PoolStats()
+	st := p.PoolStats()
+	created, live, discarded := st.Created, st.Live, st.Discarded
 	fmt.Fprintf(w, "\ninstances: %d created, %d live, %d discarded; total %s\n", created, live, discarded, time.Since(start).Round(time.Millisecond))
 	return err
 }
