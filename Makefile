@@ -72,7 +72,7 @@ conformance: cli guests c-guests
 RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./controller/... ./guests/... ./internal/hostfuncs \
 	./runtime ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 ./runtime/internal/wasmbin
-PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost \
+PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog \
 	./internal/testwasm ./runtime/internal/interrupt
 
 ## check: the quick checks, gofmt and vet (seconds; make test runs them first)
