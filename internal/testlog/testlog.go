@@ -41,8 +41,8 @@ func NewText() (*slog.Logger, *Buffer) {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 
-// Record is one captured record, attributes flattened to their string
-// values (a group's attributes under "group.key").
+// Record is one captured record, each attribute as its value's String (a
+// group attribute as "[k=v …]").
 type Record struct {
 	Level slog.Level
 	Msg   string
@@ -52,11 +52,13 @@ type Record struct {
 func (r Record) String() string { return fmt.Sprintf("%s %q %v", r.Level, r.Msg, r.Attrs) }
 
 // Capture is a slog.Handler that keeps every record at Debug and up.
+// WithGroup is ignored: the runtime's own attributes (provider, method) are
+// never grouped, and a guest's attributes arrive as one "guest" group
+// attribute.
 type Capture struct {
-	mu     *sync.Mutex
-	recs   *[]Record
-	with   []slog.Attr
-	prefix string
+	mu   *sync.Mutex
+	recs *[]Record
+	with []slog.Attr
 }
 
 // NewCapture returns an empty Capture.
@@ -69,10 +71,10 @@ func (c *Capture) Enabled(_ context.Context, l slog.Level) bool { return l >= sl
 func (c *Capture) Handle(_ context.Context, r slog.Record) error {
 	rec := Record{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
 	for _, a := range c.with {
-		flatten(rec.Attrs, "", a)
+		rec.Attrs[a.Key] = a.Value.Resolve().String()
 	}
 	r.Attrs(func(a slog.Attr) bool {
-		flatten(rec.Attrs, c.prefix, a)
+		rec.Attrs[a.Key] = a.Value.Resolve().String()
 		return true
 	})
 	c.mu.Lock()
@@ -81,37 +83,16 @@ func (c *Capture) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-func flatten(into map[string]string, prefix string, a slog.Attr) {
-	v := a.Value.Resolve()
-	if v.Kind() == slog.KindGroup {
-		for _, g := range v.Group() {
-			flatten(into, prefix+a.Key+".", g)
-		}
-		return
-	}
-	into[prefix+a.Key] = v.String()
-}
-
 // WithAttrs returns a handler that adds as to every record, sharing c's
 // records.
 func (c *Capture) WithAttrs(as []slog.Attr) slog.Handler {
 	n := *c
-	n.with = append([]slog.Attr(nil), c.with...)
-	for _, a := range as {
-		n.with = append(n.with, slog.Attr{Key: c.prefix + a.Key, Value: a.Value})
-	}
+	n.with = append(append([]slog.Attr(nil), c.with...), as...)
 	return &n
 }
 
-// WithGroup returns a handler that files later attributes under name.
-func (c *Capture) WithGroup(name string) slog.Handler {
-	if name == "" {
-		return c
-	}
-	n := *c
-	n.prefix = c.prefix + name + "."
-	return &n
-}
+// WithGroup returns c (see Capture).
+func (c *Capture) WithGroup(string) slog.Handler { return c }
 
 // All returns every record so far.
 func (c *Capture) All() []Record {
