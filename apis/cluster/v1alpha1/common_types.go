@@ -37,11 +37,12 @@ type ProviderSpecSource struct {
 
 // MachineClassRef is a reference to a MachineClass object.
 //
-// Older upstream releases embedded *corev1.ObjectReference; the current SDK
-// embeds it by value. Both produce the same JSON, because every
-// ObjectReference field is omitempty and the struct is inlined.
+// ObjectReference is a pointer, as upstream's: a nil one encodes nothing,
+// and its promoted fields (Name, Namespace, …) must not be read before
+// checking it.
 type MachineClassRef struct {
-	corev1.ObjectReference `json:",inline"`
+	// +optional
+	*corev1.ObjectReference `json:",inline"`
 
 	// Provider is the name of the cloud-provider which the MachineClass is
 	// intended for.

@@ -3,9 +3,10 @@
 // by kubermatic machine-controller.
 //
 // The types are written to be wire compatible, in JSON, with
-// machine-controller's sdk/apis/cluster/v1alpha1 package: every field has the
-// same JSON name, the same Go kind (value, pointer, slice) and the same
-// omitempty behaviour as upstream. That matters because these objects are
+// machine-controller's sdk/apis/cluster/v1alpha1 package, checked field by
+// field against release v1.66.2 (module k8c.io/machine-controller/sdk,
+// August 2026): every field has the same JSON name, the same Go kind (value,
+// pointer, slice) and the same omitempty behaviour as upstream. That matters because these objects are
 // shared with machine-controller, KubeOne and KKP through the API server:
 // an object written by either side must decode on the other side without
 // error, and re-encoding it must neither drop a field nor add one (a field

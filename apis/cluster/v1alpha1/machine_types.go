@@ -59,12 +59,6 @@ type MachineSpec struct {
 	// corresponding to this machine.
 	// +optional
 	ProviderID *string `json:"providerID,omitempty"`
-
-	// NodeDrainTimeout specifies a custom time limit for draining pods from
-	// the node during machine deletion. If not set, the global controller
-	// timeout is used.
-	// +optional
-	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
 }
 
 // MachineStatus defines the observed state of Machine.

@@ -58,11 +58,6 @@ type MachineDeploymentSpec struct {
 	// deployment to make progress before it is considered to be failed.
 	// Defaults to 600s.
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
-
-	// NodeDrainTimeout sets a time limit for how long a node can take to
-	// drain.
-	// +optional
-	NodeDrainTimeout *metav1.Duration `json:"nodeDrainTimeout,omitempty"`
 }
 
 // MachineDeploymentStrategy describes how to replace existing machines

@@ -8,7 +8,6 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -129,8 +128,12 @@ func (in *MachineClassList) DeepCopyObject() runtime.Object {
 
 // DeepCopyInto copies the receiver into out. in must be non-nil.
 func (in *MachineClassRef) DeepCopyInto(out *MachineClassRef) {
-	// ObjectReference holds only strings, so a shallow copy is deep.
 	*out = *in
+	if in.ObjectReference != nil {
+		// ObjectReference holds only strings, so copying the value is deep.
+		out.ObjectReference = new(corev1.ObjectReference)
+		*out.ObjectReference = *in.ObjectReference
+	}
 }
 
 // DeepCopy returns a deep copy of the receiver, or nil for a nil receiver.
@@ -224,10 +227,6 @@ func (in *MachineDeploymentSpec) DeepCopyInto(out *MachineDeploymentSpec) {
 	if in.ProgressDeadlineSeconds != nil {
 		out.ProgressDeadlineSeconds = new(int32)
 		*out.ProgressDeadlineSeconds = *in.ProgressDeadlineSeconds
-	}
-	if in.NodeDrainTimeout != nil {
-		out.NodeDrainTimeout = new(metav1.Duration)
-		*out.NodeDrainTimeout = *in.NodeDrainTimeout
 	}
 }
 
@@ -449,10 +448,6 @@ func (in *MachineSpec) DeepCopyInto(out *MachineSpec) {
 	if in.ProviderID != nil {
 		out.ProviderID = new(string)
 		*out.ProviderID = *in.ProviderID
-	}
-	if in.NodeDrainTimeout != nil {
-		out.NodeDrainTimeout = new(metav1.Duration)
-		*out.NodeDrainTimeout = *in.NodeDrainTimeout
 	}
 }
 
