@@ -143,8 +143,8 @@ type Wasmprov struct {
 	cp cloud.ContextProvider
 }
 
-// NewWasmprov loads the benchprov guest on the wazero engine (pinned, so
-// $WASMPROV_ENGINE does not change what this column measures).
+// NewWasmprov loads the benchprov guest on the wazero engine (the
+// wasmtime column is its own contender).
 func NewWasmprov(ctx context.Context, o Options, interruptible bool) (*Wasmprov, error) {
 	return newWasmprov(ctx, o, runtime.WithEngine(runtime.EngineWazero), runtime.WithInterruptibleGuests(interruptible))
 }
