@@ -1,11 +1,9 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -236,30 +234,6 @@ func TestClosedProviderRefusesCalls(t *testing.T) {
 	}
 	if live := p.PoolStats().Live; live != 0 {
 		t.Fatalf("%d instances still live after Close", live)
-	}
-}
-
-// TestABIFixturesAreFresh checks that every committed .wasm fixture is what
-// wat2wasm makes of its .wat source (regenerate with `make fixtures`).
-func TestABIFixturesAreFresh(t *testing.T) {
-	wat2wasm, err := exec.LookPath("wat2wasm")
-	if err != nil {
-		t.Skip("wat2wasm not installed (Debian package wabt; CI installs it)")
-	}
-	sources, _ := filepath.Glob(filepath.Join("testdata", "abi", "*.wat"))
-	if len(sources) == 0 {
-		t.Fatal("no fixtures found")
-	}
-	for _, src := range sources {
-		out := filepath.Join(t.TempDir(), "out.wasm")
-		if b, err := exec.Command(wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", src, err, b)
-		}
-		want, _ := os.ReadFile(out)
-		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s: committed .wasm is stale or missing; run make fixtures", src)
-		}
 	}
 }
 

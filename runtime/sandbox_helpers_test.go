@@ -1,13 +1,11 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -139,33 +137,6 @@ func fixture(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// checkFixturesFresh compares every committed fixture with what wat2wasm
-// makes of its .wat.
-func checkFixturesFresh(t *testing.T) {
-	wat2wasm, err := exec.LookPath("wat2wasm")
-	if err != nil {
-		t.Skip("wat2wasm (wabt) is not installed; CI installs it")
-	}
-	srcs, err := filepath.Glob(filepath.Join("testdata", "malicious", "*.wat"))
-	if err != nil || len(srcs) == 0 {
-		t.Fatalf("no fixtures found: %v", err)
-	}
-	dir := t.TempDir()
-	for _, src := range srcs {
-		name := strings.TrimSuffix(filepath.Base(src), ".wat")
-		out := filepath.Join(dir, name+".wasm")
-		if b, err := exec.Command(wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
-			t.Errorf("wat2wasm %s: %v\n%s", src, err, b)
-			continue
-		}
-		want, _ := os.ReadFile(out)
-		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s.wasm is stale or missing (%v): run make fixtures", name, err)
-		}
-	}
 }
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

@@ -29,8 +29,6 @@ func isErr(err, target error) bool { return errors.Is(err, target) }
 // runawayTimeout is the call timeout of guests that never return.
 const runawayTimeout = 200 * time.Millisecond
 
-func TestMaliciousFixturesUpToDate(t *testing.T) { checkFixturesFresh(t) }
-
 type sandbox struct {
 	t    *testing.T
 	ctx  context.Context
