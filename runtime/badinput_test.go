@@ -3,8 +3,6 @@ package runtime_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -104,7 +103,7 @@ func allMethods(p cloud.Provider, m *clusterv1alpha1.Machine) map[abi.Method]err
 
 func TestTrapInEveryMethod(t *testing.T) {
 	ctx := context.Background()
-	logger, logs := newLogger()
+	logger, logs := testlog.NewText()
 	rt := newRuntime(t, runtime.WithLogger(logger))
 	p, err := rt.LoadBytes(ctx, "trap", readFixture(t, "trap_all"), runtime.WithPolicy(runtime.Policy{PoolSize: 2}))
 	if err != nil {
@@ -295,13 +294,4 @@ func TestInstancesAreRecycledAfterTheirCallBudget(t *testing.T) {
 	if created != 4 || live != 1 || discarded != 0 {
 		t.Fatalf("created=%d live=%d discarded=%d; want 4 instances for 10 calls at 3 calls each, none discarded", created, live, discarded)
 	}
-}
-
-func readTestdata(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
