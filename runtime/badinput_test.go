@@ -1,12 +1,8 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +12,7 @@ import (
 	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -106,7 +103,7 @@ func allMethods(p cloud.Provider, m *clusterv1alpha1.Machine) map[abi.Method]err
 
 func TestTrapInEveryMethod(t *testing.T) {
 	ctx := context.Background()
-	logger, logs := newLogger()
+	logger, logs := testlog.NewText()
 	rt := newRuntime(t, runtime.WithLogger(logger))
 	p, err := rt.LoadBytes(ctx, "trap", readFixture(t, "trap_all"), runtime.WithPolicy(runtime.Policy{PoolSize: 2}))
 	if err != nil {
@@ -239,30 +236,6 @@ func TestClosedProviderRefusesCalls(t *testing.T) {
 	}
 }
 
-// TestABIFixturesAreFresh checks that every committed .wasm fixture is what
-// wat2wasm makes of its .wat source (regenerate with `make fixtures`).
-func TestABIFixturesAreFresh(t *testing.T) {
-	wat2wasm, err := exec.LookPath("wat2wasm")
-	if err != nil {
-		t.Skip("wat2wasm not installed (Debian package wabt; CI installs it)")
-	}
-	sources, _ := filepath.Glob(filepath.Join("testdata", "abi", "*.wat"))
-	if len(sources) == 0 {
-		t.Fatal("no fixtures found")
-	}
-	for _, src := range sources {
-		out := filepath.Join(t.TempDir(), "out.wasm")
-		if b, err := exec.Command(wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", src, err, b)
-		}
-		want, _ := os.ReadFile(out)
-		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s: committed .wasm is stale or missing; run make fixtures", src)
-		}
-	}
-}
-
 // TestCallTimeoutTimerIsReusedWithoutFalseAlarms makes many short calls
 // under a short policy timeout: each instance re-arms one timer per call,
 // and a firing meant for an earlier call must never interrupt a later one.
@@ -321,13 +294,4 @@ func TestInstancesAreRecycledAfterTheirCallBudget(t *testing.T) {
 	if created != 4 || live != 1 || discarded != 0 {
 		t.Fatalf("created=%d live=%d discarded=%d; want 4 instances for 10 calls at 3 calls each, none discarded", created, live, discarded)
 	}
-}
-
-func readTestdata(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -29,12 +28,7 @@ import (
 
 func benchRuntime(b *testing.B, enforced bool, method string) {
 	ctx := context.Background()
-	rt, err := runtime.New(testhost.EngineOption(), runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(b)),
-		runtime.WithInterruptibleGuests(enforced), runtime.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	rt := newRuntime(b, runtime.WithInterruptibleGuests(enforced))
 	p, err := rt.Load(ctx, testguest.Build(b, "examples/fake"))
 	if err != nil {
 		b.Fatal(err)

@@ -1,10 +1,13 @@
 package runtime_test
 
+// The runtime tests' shared helpers: the runtime, testdata and Machines they
+// use, the fakes standing in for the API server and a cloud, and the
+// assertions on call errors and the pool. Log capture is internal/testlog's.
+
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,42 +28,35 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// logBuffer collects log output for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func newLogger() (*slog.Logger, *logBuffer) {
-	lb := &logBuffer{}
-	return slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})), lb
-}
-
 func newRuntime(t testing.TB, opts ...runtime.Option) *runtime.Runtime {
 	t.Helper()
 	return testhost.NewRuntime(t, opts...)
 }
 
-func readFixture(t testing.TB, name string) []byte {
+// readTestdata returns the bytes of testdata/path.
+func readTestdata(t testing.TB, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "abi", name+".wasm"))
+	b, err := os.ReadFile(filepath.Join("testdata", path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
+
+// readFixture returns a committed ABI fixture (testdata/abi/name.wasm).
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	return readTestdata(t, filepath.Join("abi", name+".wasm"))
+}
+
+// fixture returns a committed malicious fixture (testdata/malicious/name.wasm).
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	return readTestdata(t, filepath.Join("malicious", name+".wasm"))
+}
+
+// readFile is os.ReadFile, for fuzz_test.go's fixture reader.
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
 
 // newMachine returns a Machine whose providerSpec.value is config.
 func newMachine(name string, uid types.UID, config any) *clusterv1alpha1.Machine {
@@ -74,6 +70,41 @@ func newMachine(name string, uid types.UID, config any) *clusterv1alpha1.Machine
 	}
 	m.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: raw}
 	return m
+}
+
+// testMachine is the Machine m1/uid-1 that the fake guest validates.
+func testMachine() *clusterv1alpha1.Machine {
+	return newMachine("m1", "uid-1", map[string]any{"cloudProvider": "fake", "cloudProviderSpec": map[string]any{"passValidation": true}})
+}
+
+// expectCallError asserts err's class, that it wraps target (if not nil)
+// and that its message contains every string in contains.
+func expectCallError(t *testing.T, err error, class runtime.Class, target error, contains ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want a %s error, got success", class)
+	}
+	if got := runtime.ErrorClass(err); got != class {
+		t.Errorf("want class %q, got %q (%v)", class, got, err)
+	}
+	if target != nil && !errors.Is(err, target) {
+		t.Errorf("want an error wrapping %v, got %v", target, err)
+	}
+	for _, s := range contains {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("want %q in the error, got %v", s, err)
+		}
+	}
+}
+
+// expectPool asserts the provider's discarded and in-use instance counts.
+func expectPool(t *testing.T, p *runtime.Provider, discarded int64) {
+	t.Helper()
+	st := p.PoolStats()
+	live, inUse, d := st.Live, st.InUse, st.Discarded
+	if d != discarded || inUse != 0 {
+		t.Errorf("pool: want %d discarded and 0 in use, got discarded=%d inUse=%d live=%d", discarded, d, inUse, live)
+	}
 }
 
 // machineStore keeps Machines like the API server does for the updater:

@@ -20,21 +20,17 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
 )
-
-func isErr(err, target error) bool { return errors.Is(err, target) }
 
 // runawayTimeout is the call timeout of guests that never return.
 const runawayTimeout = 200 * time.Millisecond
 
-func TestMaliciousFixturesUpToDate(t *testing.T) { checkFixturesFresh(t) }
-
 type sandbox struct {
 	t    *testing.T
 	ctx  context.Context
-	logs *logCapture
+	logs *testlog.Capture
 	rt   *runtime.Runtime
 }
 
@@ -100,13 +96,8 @@ func (s *sandbox) expectInvalid(t *testing.T, name string, contains ...string) {
 
 func TestSandbox(t *testing.T) {
 	ctx := context.Background()
-	logs := newLogCapture()
-	rt, err := runtime.New(testhost.EngineOption(), runtime.WithLogger(slog.New(logs)),
-		runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	logs := testlog.NewCapture()
+	rt := newRuntime(t, runtime.WithLogger(slog.New(logs)))
 	s := &sandbox{t: t, ctx: ctx, logs: logs, rt: rt}
 
 	// Build the Go guests before measuring, so the build's memory and the
@@ -231,7 +222,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("want context.DeadlineExceeded, got %v", err)
 		}
-		s.logs.expectLog(t, "loop", slog.LevelWarn, "guest call exceeded its deadline; instance discarded", 1)
+		s.logs.Expect(t, "loop", slog.LevelWarn, "guest call exceeded its deadline; instance discarded", 1)
 		expectPool(t, p, 1)
 	})
 
@@ -248,9 +239,9 @@ func (s *sandbox) attacks(t *testing.T) {
 		p := s.mustLoad(t, "hostloop", runtime.Policy{CallTimeout: runtime.Duration(runawayTimeout)})
 		_, err := p.Get(m)
 		expectCallError(t, err, runtime.ClassTimeout, runtime.ErrTimeout)
-		s.logs.expectLog(t, "hostloop", slog.LevelWarn, "guest call exceeded its deadline", 1)
+		s.logs.Expect(t, "hostloop", slog.LevelWarn, "guest call exceeded its deadline", 1)
 		// The disabled-level logs never reached the handler.
-		if n := len(s.logs.records("hostloop", "spam")); n != 0 {
+		if n := len(s.logs.Records("hostloop", "spam")); n != 0 {
 			t.Errorf("%d guest log records below the enabled level reached the handler", n)
 		}
 		expectPool(t, p, 1)
@@ -260,7 +251,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		p := s.mustLoad(t, "recursion", runtime.Policy{})
 		_, err := p.Get(m)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap, "stack overflow")
-		s.logs.expectLog(t, "recursion", slog.LevelWarn, "guest trapped; instance discarded", 1)
+		s.logs.Expect(t, "recursion", slog.LevelWarn, "guest trapped; instance discarded", 1)
 		expectPool(t, p, 1)
 	})
 
@@ -283,7 +274,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		p := s.mustLoad(t, "unreachable", runtime.Policy{})
 		_, err := p.Get(m)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap, "unreachable")
-		recs := s.logs.expectLog(t, "unreachable", slog.LevelWarn, "guest trapped; instance discarded", 1)
+		recs := s.logs.Expect(t, "unreachable", slog.LevelWarn, "guest trapped; instance discarded", 1)
 		if len(recs) == 1 && recs[0].Attrs["method"] != "Get" {
 			t.Errorf("trap log without the method: %v", recs[0])
 		}
@@ -308,7 +299,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("capability refused by policy", func(t *testing.T) {
 		p := s.mustLoad(t, "hostcalls", runtime.Policy{MemoryLimitMiB: 8, Capabilities: []string{"log"}})
-		recs := s.logs.expectLog(t, "hostcalls", slog.LevelWarn, "policy refuses capabilities the module declares", 1)
+		recs := s.logs.Expect(t, "hostcalls", slog.LevelWarn, "policy refuses capabilities the module declares", 1)
 		if len(recs) == 1 && !strings.Contains(recs[0].Attrs["refused"], "config_var") {
 			t.Errorf("refusal log does not name config_var: %v", recs[0])
 		}
@@ -318,7 +309,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		// Check 14 called config_var with valid arguments; check 16's result
 		// buffer is out of bounds, which is refused before the capability
 		// is looked at (abi/SPEC.md §6.5).
-		s.logs.expectLog(t, "hostcalls", slog.LevelWarn, "guest called a host function it was not granted", 1)
+		s.logs.Expect(t, "hostcalls", slog.LevelWarn, "guest called a host function it was not granted", 1)
 		expectPool(t, p, 1)
 	})
 
@@ -327,11 +318,11 @@ func (s *sandbox) attacks(t *testing.T) {
 		if _, err := p.Get(m); err != nil {
 			t.Fatalf("the guest did not get not-declared from log and http_do: %v", err)
 		}
-		recs := s.logs.expectLog(t, "undeclared", slog.LevelWarn, "guest called a host function it was not granted", 2)
+		recs := s.logs.Expect(t, "undeclared", slog.LevelWarn, "guest called a host function it was not granted", 2)
 		if len(recs) == 2 && (recs[0].Attrs["function"] != "log" || recs[1].Attrs["function"] != "http_do") {
 			t.Errorf("refusals: %v", recs)
 		}
-		if n := len(s.logs.records("undeclared", "exfiltrate")); n != 0 {
+		if n := len(s.logs.Records("undeclared", "exfiltrate")); n != 0 {
 			t.Errorf("the undeclared log call was emitted")
 		}
 		expectPool(t, p, 0)
@@ -451,7 +442,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		p := s.mustLoad(t, "go:panics", runtime.Policy{MemoryLimitMiB: 64})
 		_, err := p.Get(m)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrGuestPanic, "attack: deliberate panic")
-		recs := s.logs.expectLog(t, "panics", slog.LevelWarn, "guest panicked; instance discarded", 1)
+		recs := s.logs.Expect(t, "panics", slog.LevelWarn, "guest panicked; instance discarded", 1)
 		if len(recs) == 1 && !strings.Contains(recs[0].Attrs["panic"], "attack: deliberate panic") {
 			t.Errorf("panic log: %v", recs[0])
 		}
@@ -466,7 +457,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		// prints it to stderr and aborts: a trap.
 		err = p.MigrateUID(m, "new-uid")
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap, "runtime.fatalpanic")
-		if len(s.logs.records("panics", "panic: attack: panic on another goroutine")) != 1 {
+		if len(s.logs.Records("panics", "panic: attack: panic on another goroutine")) != 1 {
 			t.Errorf("the guest's stderr did not reach the log")
 		}
 		expectPool(t, p, 3)
@@ -475,10 +466,10 @@ func (s *sandbox) attacks(t *testing.T) {
 		// "out of memory" and aborts.
 		_, err = p.Create(m, nil, "")
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap, "runtime.mallocgcLarge")
-		if len(s.logs.records("panics", "fatal error: out of memory")) != 1 {
+		if len(s.logs.Records("panics", "fatal error: out of memory")) != 1 {
 			t.Errorf("no out-of-memory message from the guest")
 		}
-		s.logs.expectLog(t, "panics", slog.LevelWarn, "guest trapped; instance discarded", 2)
+		s.logs.Expect(t, "panics", slog.LevelWarn, "guest trapped; instance discarded", 2)
 		expectPool(t, p, 4)
 
 		// And the provider still serves the methods that behave.
@@ -542,7 +533,7 @@ func (s *sandbox) attacks(t *testing.T) {
 func (s *sandbox) expectFlood(t *testing.T, stream string, level slog.Level) {
 	t.Helper()
 	var lines int
-	for _, r := range s.logs.records("flood", "") {
+	for _, r := range s.logs.Records("flood", "") {
 		if r.Attrs["stream"] != stream || strings.Contains(r.Msg, "exceeds") {
 			continue
 		}
@@ -556,7 +547,7 @@ func (s *sandbox) expectFlood(t *testing.T, stream string, level slog.Level) {
 		t.Errorf("%d %s lines logged, want 16 (1 MiB cap / 64 KiB lines)", lines, stream)
 	}
 	var warnings int
-	for _, r := range s.logs.records("flood", "guest output exceeds limit") {
+	for _, r := range s.logs.Records("flood", "guest output exceeds limit") {
 		if r.Attrs["stream"] == stream && r.Level == slog.LevelWarn {
 			warnings++
 		}
@@ -574,12 +565,7 @@ func (s *sandbox) expectFlood(t *testing.T, stream string, level slog.Level) {
 // from the context's AfterFunc goroutine is race-free.
 func TestDeadlineRace(t *testing.T) {
 	ctx := context.Background()
-	rt, err := runtime.New(testhost.EngineOption(), runtime.WithLogger(slog.New(slog.DiscardHandler)),
-		runtime.WithCompilationCacheDir(testguest.CompilationCacheDir(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	rt := newRuntime(t, runtime.WithLogger(slog.New(slog.DiscardHandler)))
 	p, err := rt.Load(ctx, testguest.Build(t, "examples/fake"), runtime.WithPolicy(runtime.Policy{PoolSize: 2, Prewarm: 2}))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/wasmprov/wasmprov/internal/race"
 )
 
 // The red team's compile bombs, each refused before anything compiles,
@@ -69,7 +71,7 @@ func TestBombs(t *testing.T) {
 				t.Fatalf("Check: %v, want a %s rejection", err, c.limit)
 			}
 			bound := 10 * time.Millisecond
-			if raceEnabled {
+			if race.Enabled {
 				bound *= 10
 			}
 			if d > bound {

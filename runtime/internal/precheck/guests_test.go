@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wasmprov/wasmprov/internal/race"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
@@ -81,7 +82,7 @@ func TestRealGuests(t *testing.T) {
 			} else {
 				sameButTables(t, g.wasm, out)
 			}
-			small := len(g.wasm) < 4<<20 && (!raceEnabled || len(g.wasm) < 1<<20)
+			small := len(g.wasm) < 4<<20 && (!race.Enabled || len(g.wasm) < 1<<20)
 			if small || os.Getenv("WASMPROV_PRECHECK_COMPILE_ALL") != "" {
 				if _, err := compileWazero(t, out); err != nil {
 					t.Errorf("wazero does not compile the checked module: %v", err)

@@ -1,5 +1,0 @@
-//go:build !race
-
-package precheck
-
-const raceEnabled = false
