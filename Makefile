@@ -72,7 +72,7 @@ conformance: cli guests c-guests
 RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./controller/... ./guests/... ./internal/hostfuncs \
 	./runtime ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 ./runtime/internal/wasmbin
-PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog \
+PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
 	./internal/testwasm ./runtime/internal/interrupt
 
 ## check: the quick checks, gofmt and vet (seconds; make test runs them first)
@@ -116,7 +116,8 @@ fuzz-smoke:
 	done
 
 # Hand-written .wat test modules and the flags their committed .wasm were
-# assembled with; the tests compare each .wasm with a fresh wat2wasm.
+# assembled with; internal/fixtures' TestWasmFixturesMatchWat reads these two
+# lists and the fixtures recipe, and compares each .wasm with a fresh wat2wasm.
 WAT_PLAIN := runtime/testdata/abi runtime/testdata/malicious runtime/internal/mmapmem/testdata
 WAT_NAMED := runtime/internal/interrupt/testdata
 
