@@ -18,8 +18,8 @@ func BenchmarkHTTPDo(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
 	defer srv.Close()
 	env := &Env{Provider: "bench", Logger: slog.New(slog.DiscardHandler),
-		HTTP: HTTPPolicy{AllowedHosts: []string{srv.Listener.Addr().String()}, AllowInsecure: true}}
-	defer env.HTTP.CloseIdleConnections()
+		HTTP: NewHTTP(HTTPPolicy{AllowedHosts: []string{srv.Listener.Addr().String()}, AllowInsecure: true})}
+	defer env.Close()
 	req, _ := json.Marshal(abi.HTTPRequest{Method: "GET", URL: srv.URL + "/"})
 	b.Run("serial", func(b *testing.B) {
 		for b.Loop() {
