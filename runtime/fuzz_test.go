@@ -56,8 +56,9 @@ func FuzzHostFunctionArgs(f *testing.F) {
 	env := &hostfuncs.Env{
 		Provider: "fuzz",
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		HTTP:     hostfuncs.HTTPPolicy{AllowedHosts: []string{"api.example.com"}, Resolver: noResolver{}, Timeout: 50 * time.Millisecond},
+		HTTP:     hostfuncs.NewHTTP(hostfuncs.HTTPPolicy{AllowedHosts: []string{"api.example.com"}, Resolver: noResolver{}, Timeout: 50 * time.Millisecond}),
 	}
+	f.Cleanup(env.Close)
 	machine := testMachine()
 	f.Fuzz(func(t *testing.T, which uint8, a, b, c, d uint32, e int64, mem []byte) {
 		name := names[int(which)%len(names)]

@@ -143,12 +143,14 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	return p, nil
 }
 
-// newEnv builds what the host functions of a provider may use.
+// newEnv builds what the host functions of a provider version may use,
+// its HTTP transport included: built once here, shared by every call of
+// the version, and closed by Provider.Close.
 func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostfuncs.Env {
 	return &hostfuncs.Env{
 		Provider: name,
 		Logger:   logger,
-		HTTP: hostfuncs.HTTPPolicy{
+		HTTP: hostfuncs.NewHTTP(hostfuncs.HTTPPolicy{
 			AllowedHosts:     policy.AllowedHosts,
 			AllowInsecure:    policy.AllowInsecureHTTP,
 			MaxResponseBytes: policy.MaxHTTPResponseBytes,
@@ -158,7 +160,7 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 			MaxRequestBodyBytes: policy.MaxHTTPRequestBytes,
 			MaxRedirects:        policy.MaxHTTPRedirects,
 			Timeout:             time.Duration(policy.HTTPTimeout),
-		},
+		}),
 		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv,
 			AllowedNamespaces: policy.AllowedSecretNamespaces},
 	}

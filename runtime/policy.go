@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 )
 
 // Policy is what the host allows one provider. The zero value is the safe
@@ -20,7 +21,8 @@ type Policy struct {
 	AllowedHosts []string `json:"allowedHosts,omitempty"`
 	// AllowInsecureHTTP permits plain http:// (for simulators on loopback).
 	AllowInsecureHTTP bool `json:"allowInsecureHTTP,omitempty"`
-	// MaxHTTPResponseBytes caps an HTTP response body (default 16 MiB).
+	// MaxHTTPResponseBytes caps an HTTP response body
+	// (DefaultMaxHTTPResponseBytes).
 	MaxHTTPResponseBytes int64 `json:"maxHTTPResponseBytes,omitempty"`
 	// AllowInternalHosts lists hosts (patterns as in AllowedHosts) that
 	// http_do may reach at loopback, private, link-local (including the
@@ -28,11 +30,14 @@ type Policy struct {
 	// every other host is refused such addresses at connect time. An
 	// AllowedHosts entry that is an IP literal allows that address.
 	AllowInternalHosts []string `json:"allowInternalHosts,omitempty"`
-	// MaxHTTPRequestBytes caps an http_do request body (default 4 MiB).
+	// MaxHTTPRequestBytes caps an http_do request body
+	// (DefaultMaxHTTPRequestBytes).
 	MaxHTTPRequestBytes int64 `json:"maxHTTPRequestBytes,omitempty"`
-	// MaxHTTPRedirects caps the redirects one request follows (default 5).
+	// MaxHTTPRedirects caps the redirects one request follows
+	// (DefaultMaxHTTPRedirects).
 	MaxHTTPRedirects int `json:"maxHTTPRedirects,omitempty"`
-	// HTTPTimeout bounds one http_do request within the call (default 60s).
+	// HTTPTimeout bounds one http_do request within the call
+	// (DefaultHTTPTimeout).
 	HTTPTimeout Duration `json:"httpTimeout,omitempty"`
 	// AllowedEnv lists host environment variables config_var may fall back
 	// to (e.g. HZ_TOKEN).
@@ -84,6 +89,18 @@ const (
 	DefaultMaxCallsPerInstance = 10000
 	DefaultLoadTimeout         = 2 * time.Minute
 	DefaultMaxTableEntries     = 262144
+
+	// The HTTP defaults are hostfuncs', which applies them (once, when a
+	// provider version is loaded): Policy() leaves these fields at 0.
+	DefaultMaxHTTPResponseBytes = hostfuncs.DefaultMaxResponseBytes
+	DefaultMaxHTTPRequestBytes  = hostfuncs.DefaultMaxRequestBodyBytes
+	DefaultMaxHTTPRedirects     = hostfuncs.DefaultMaxRedirects
+	DefaultHTTPTimeout          = hostfuncs.DefaultTimeout
+	// DefaultMaxHTTPHeaders and DefaultMaxHTTPHeaderBytes have no Policy
+	// field: they cap the request header fields, and the request and the
+	// response headers' bytes, of every provider.
+	DefaultMaxHTTPHeaders     = hostfuncs.DefaultMaxHeaders
+	DefaultMaxHTTPHeaderBytes = hostfuncs.DefaultMaxHeaderBytes
 )
 
 func (p Policy) withDefaults() Policy {

@@ -121,7 +121,8 @@ func (p *Provider) PoolStats() PoolStats {
 }
 
 // Close stops accepting calls, waits for calls in flight to finish (or ctx
-// to end), and releases the instances, the compiled module and its memory.
+// to end), and releases the instances, the compiled module and its memory,
+// and the HTTP connections the version's http_do kept alive.
 func (p *Provider) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
 		if p.pool != nil {
@@ -136,27 +137,21 @@ func (p *Provider) Close(ctx context.Context) error {
 			go func() {
 				<-p.pool.Drained()
 				_ = p.mod.Close(context.Background())
-				p.closeIdleHTTP()
+				p.env.Close()
 			}()
 		default:
 			p.closeErr = p.mod.Close(context.WithoutCancel(ctx))
 		}
 		if p.closeErr == nil {
-			p.closeIdleHTTP()
+			// The version's HTTP drops the connections its http_do kept
+			// alive: a closed (or replaced) version must not hold
+			// connections to the cloud's API open until the server times
+			// them out.
+			p.env.Close()
 		}
 		p.rt.untrack(p)
 	})
 	return p.closeErr
-}
-
-// closeIdleHTTP drops the connections http_do kept alive for this
-// provider: a closed (or replaced) version must not hold connections to
-// the cloud's API open until the server times them out. Calls still in
-// flight keep theirs.
-func (p *Provider) closeIdleHTTP() {
-	if p.env != nil {
-		p.env.HTTP.CloseIdleConnections()
-	}
 }
 
 // ContextProvider returns p as a cloud.ContextProvider: the same provider

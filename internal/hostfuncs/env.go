@@ -1,11 +1,8 @@
 package hostfuncs
 
 import (
-	"crypto/tls"
 	"log/slog"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
 	"k8s.io/client-go/kubernetes"
@@ -22,9 +19,18 @@ type Env struct {
 	// slog.Default(). It should already carry the provider's name.
 	Logger *slog.Logger
 
-	HTTP      HTTPPolicy
+	// HTTP is the provider's outbound HTTP (NewHTTP); nil allows no host.
+	HTTP      *HTTP
 	ConfigVar ConfigVarSource
 	Limits    Limits
+}
+
+// Close releases what the Env holds beyond a call: the idle connections
+// of its HTTP. A nil Env does nothing.
+func (env *Env) Close() {
+	if env != nil {
+		env.HTTP.Close()
+	}
 }
 
 // Limits bound what a guest can make the host hold. Zero fields take the
@@ -123,58 +129,6 @@ func (env *Env) logger() *slog.Logger {
 		return env.Logger
 	}
 	return slog.Default()
-}
-
-// HTTPPolicy governs http_do.
-type HTTPPolicy struct {
-	// AllowedHosts lists the hosts a guest may reach: "api.hetzner.cloud"
-	// (the scheme's default port), "*.example.com" (any subdomain, not the
-	// apex), "127.0.0.1:8080" (that port only), "127.0.0.1:*" (any port).
-	// Empty allows nothing.
-	AllowedHosts []string
-	// AllowInsecure permits plain http:// URLs. Off by default: credentials
-	// travel in provider requests.
-	AllowInsecure bool
-	// MaxResponseBytes caps a response body (default 16 MiB).
-	MaxResponseBytes int64
-	// MaxRedirects caps redirects followed (default 5); each target is
-	// checked against the policy again.
-	MaxRedirects int
-	// Timeout bounds one request, within the call's own deadline
-	// (default 60s).
-	Timeout time.Duration
-	// WrapTransport, when set, wraps the policy's hardened transport (its
-	// argument) with the round tripper that sends the requests, e.g. a
-	// record/replay transport for tests. Every request still passes the
-	// policy first (scheme, allow-list, sizes, headers, redirects, time);
-	// the connect-time address checks live in the hardened transport, so a
-	// wrapper that sends requests without it (a replayer answering from a
-	// file, a recorder forwarding to a simulator) is trusted to reach only
-	// what it should.
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-
-	// AllowInternalHosts lists hosts (patterns as in AllowedHosts) that may
-	// resolve to loopback, private, link-local (169.254.169.254),
-	// multicast, unspecified or other non-public addresses. Any other host
-	// is refused such addresses at connect time, on every redirect too.
-	// An AllowedHosts entry that is itself an IP literal ("127.0.0.1:8080")
-	// allows that address.
-	AllowInternalHosts []string
-	// MaxRequestBodyBytes caps a request body (default 4 MiB).
-	MaxRequestBodyBytes int64
-	// MaxHeaders caps the number of request header fields (default 64).
-	MaxHeaders int
-	// MaxHeaderBytes caps the total size of the request headers and of the
-	// response headers (default 64 KiB).
-	MaxHeaderBytes int
-	// Resolver resolves host names for the address check; nil means
-	// net.DefaultResolver.
-	Resolver Resolver
-	// TLSConfig configures TLS, e.g. a private CA; nil means the system's
-	// roots.
-	TLSConfig *tls.Config
-
-	hardened *http.Transport // built on first use, under transportMu
 }
 
 // ConfigVarSource is where config_var resolves references.

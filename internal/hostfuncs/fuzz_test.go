@@ -33,12 +33,12 @@ func fuzzEnv() *Env {
 	return &Env{
 		Provider: "fuzz",
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		HTTP: HTTPPolicy{
+		HTTP: NewHTTP(HTTPPolicy{
 			AllowedHosts: []string{"api.example.com", "*.example.net"},
 			// No host resolves: nothing leaves the process.
 			Resolver: &stubResolver{answers: map[string][]string{}},
 			Timeout:  100 * time.Millisecond,
-		},
+		}),
 		ConfigVar: ConfigVarSource{AllowedEnv: []string{"FUZZ_ENV"},
 			LookupEnv: func(string) (string, bool) { return "from-env", true }},
 	}

@@ -7,37 +7,78 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
 )
 
-const (
-	defaultMaxResponseBytes    = 16 << 20
-	defaultMaxRequestBodyBytes = 4 << 20
-	defaultMaxRedirects        = 5
-	defaultMaxHeaders          = 64
-	defaultMaxHeaderBytes      = 64 << 10
-	defaultHTTPTimeout         = 60 * time.Second
-)
-
-func (p *HTTPPolicy) timeout() time.Duration {
-	if p.Timeout > 0 {
-		return p.Timeout
-	}
-	return defaultHTTPTimeout
+// HTTP is the outbound HTTP of one provider version: its policy, with the
+// defaults applied, and the hardened transport and the client built once
+// from it. Every request of the version shares them, so connections are
+// kept alive across calls and the request path takes no lock. It is safe
+// for concurrent use.
+type HTTP struct {
+	policy HTTPPolicy
+	// transport is the hardened transport the connect-time checks live in;
+	// client sends through it, or through the policy's WrapTransport
+	// around it.
+	transport *http.Transport
+	client    *http.Client
 }
 
-func (p *HTTPPolicy) maxHeaderBytes() int {
-	if p.MaxHeaderBytes > 0 {
-		return p.MaxHeaderBytes
+// NewHTTP applies p's defaults and builds the transport and client that
+// every request governed by p uses. The host lists and the TLS config are
+// copied: changing p's afterwards does not change the policy of requests.
+// Close releases the idle connections.
+func NewHTTP(p HTTPPolicy) *HTTP {
+	p = p.withDefaults()
+	p.AllowedHosts = slices.Clone(p.AllowedHosts)
+	p.AllowInternalHosts = slices.Clone(p.AllowInternalHosts)
+	if p.TLSConfig != nil {
+		p.TLSConfig = p.TLSConfig.Clone()
 	}
-	return defaultMaxHeaderBytes
+	h := &HTTP{policy: p}
+	h.transport = h.newTransport()
+	var rt http.RoundTripper = h.transport
+	if p.WrapTransport != nil {
+		rt = p.WrapTransport(rt)
+	}
+	h.client = &http.Client{Transport: rt, CheckRedirect: h.checkRedirect}
+	return h
 }
+
+// Close drops the connections kept alive for this policy, e.g. when its
+// provider version is closed or replaced: it must not hold connections to
+// the cloud's API open until the server times them out. Requests in flight
+// keep theirs. Close is idempotent; a nil *HTTP does nothing. Only the
+// hardened transport's connections are dropped: a WrapTransport wrapper's
+// round tripper belongs to the embedder, who may share it between
+// providers.
+func (h *HTTP) Close() {
+	if h == nil {
+		return
+	}
+	h.transport.CloseIdleConnections()
+}
+
+// checkRedirect caps the redirects and puts every target through the
+// policy again; the dialer checks its addresses when it connects.
+func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > h.policy.MaxRedirects {
+		return &deniedError{fmt.Sprintf("more than %d redirects", h.policy.MaxRedirects)}
+	}
+	if err := h.policy.Allow(req.URL); err != nil {
+		return fmt.Errorf("redirect to %s: %w", redactURL(req.URL), err)
+	}
+	return nil
+}
+
+// denyAllHTTP governs http_do for an Env without HTTP: it allows no host.
+var denyAllHTTP = NewHTTP(HTTPPolicy{})
 
 // httpDo performs an outbound HTTP request for the guest with the host's
 // client, after the policy allowed the URL. The request is bound to the
@@ -47,7 +88,11 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 	if err := json.Unmarshal(reqJSON, &req); err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "http_do request is not valid JSON: %v", err)
 	}
-	p := &c.Env.HTTP
+	h := c.Env.HTTP
+	if h == nil {
+		h = denyAllHTTP
+	}
+	p := &h.policy
 	u, err := url.Parse(req.URL)
 	if err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "invalid URL %q: %v", req.URL, err)
@@ -56,16 +101,8 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 		c.logger().Warn("http request denied by policy", "url", redactURL(u), "reason", err.Error())
 		return nil, errorf(abi.ErrnoDenied, "%v", err)
 	}
-	maxBody := p.MaxRequestBodyBytes
-	if maxBody <= 0 {
-		maxBody = defaultMaxRequestBodyBytes
-	}
-	if int64(len(req.Body)) > maxBody {
-		return nil, errorf(abi.ErrnoTooLarge, "request body of %d bytes exceeds the limit of %d", len(req.Body), maxBody)
-	}
-	maxHeaders := p.MaxHeaders
-	if maxHeaders <= 0 {
-		maxHeaders = defaultMaxHeaders
+	if int64(len(req.Body)) > p.MaxRequestBodyBytes {
+		return nil, errorf(abi.ErrnoTooLarge, "request body of %d bytes exceeds the limit of %d", len(req.Body), p.MaxRequestBodyBytes)
 	}
 	headerBytes, headerCount := 0, 0
 	for k, vs := range req.Header {
@@ -74,13 +111,13 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 			headerBytes += len(k) + len(v) + 4
 		}
 	}
-	if headerCount > maxHeaders {
-		return nil, errorf(abi.ErrnoTooLarge, "%d request header fields exceed the limit of %d", headerCount, maxHeaders)
+	if headerCount > p.MaxHeaders {
+		return nil, errorf(abi.ErrnoTooLarge, "%d request header fields exceed the limit of %d", headerCount, p.MaxHeaders)
 	}
-	if headerBytes > p.maxHeaderBytes() {
-		return nil, errorf(abi.ErrnoTooLarge, "request headers of %d bytes exceed the limit of %d", headerBytes, p.maxHeaderBytes())
+	if headerBytes > p.MaxHeaderBytes {
+		return nil, errorf(abi.ErrnoTooLarge, "request headers of %d bytes exceed the limit of %d", headerBytes, p.MaxHeaderBytes)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout())
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, u.String(), bytes.NewReader(req.Body))
 	if err != nil {
@@ -93,7 +130,7 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 		hreq.Header[http.CanonicalHeaderKey(k)] = vs
 	}
 	start := time.Now()
-	resp, err := p.client().Do(hreq)
+	resp, err := h.client.Do(hreq)
 	if err != nil {
 		var denied *deniedError
 		if errors.As(err, &denied) {
@@ -107,9 +144,6 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	max := p.MaxResponseBytes
-	if max <= 0 {
-		max = defaultMaxResponseBytes
-	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return nil, errorf(abi.ErrnoFailed, "%s %s: reading response: %v", req.Method, redactURL(u), err)
@@ -131,80 +165,6 @@ func redactError(err error) error {
 		}
 	}
 	return err
-}
-
-// Allow reports whether the policy permits a request to u.
-func (p *HTTPPolicy) Allow(u *url.URL) error {
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !p.AllowInsecure {
-			return &deniedError{fmt.Sprintf("plain http to %s is not allowed (policy allows https only)", u.Host)}
-		}
-	default:
-		return &deniedError{fmt.Sprintf("scheme %q is not allowed", u.Scheme)}
-	}
-	if u.User != nil {
-		return &deniedError{"URLs with user info are not allowed"}
-	}
-	host, port := u.Hostname(), u.Port()
-	defaultPort := map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	if port == "" {
-		port = defaultPort
-	}
-	for _, pattern := range p.AllowedHosts {
-		if matchHost(pattern, strings.ToLower(host), port, defaultPort) {
-			return nil
-		}
-	}
-	return &deniedError{fmt.Sprintf("host %q is not in the provider's allowed hosts", u.Host)}
-}
-
-// matchHost matches "host", "host:port", "*.domain" and "*.domain:port";
-// a port of "*" matches any port. A pattern without a port allows the
-// scheme's default port (defaultPort) only: "10.0.0.5" must not open every
-// service on that address.
-func matchHost(pattern, host, port, defaultPort string) bool {
-	pattern = strings.ToLower(pattern)
-	pHost, pPort := pattern, defaultPort
-	if h, pt, err := net.SplitHostPort(pattern); err == nil {
-		pHost, pPort = h, pt
-	} else if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
-		pHost = pattern[1 : len(pattern)-1] // a bracketed IPv6 literal without a port
-	}
-	if pPort != port && pPort != "*" {
-		return false
-	}
-	if suffix, ok := strings.CutPrefix(pHost, "*."); ok {
-		return strings.HasSuffix(host, "."+suffix)
-	}
-	return pHost == host
-}
-
-type deniedError struct{ reason string }
-
-func (e *deniedError) Error() string { return e.reason }
-
-func (p *HTTPPolicy) client() *http.Client {
-	var c http.Client
-	c.Transport = p.transport()
-	if p.WrapTransport != nil {
-		c.Transport = p.WrapTransport(c.Transport)
-	}
-	maxRedirects := p.MaxRedirects
-	if maxRedirects <= 0 {
-		maxRedirects = defaultMaxRedirects
-	}
-	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if len(via) > maxRedirects {
-			return &deniedError{fmt.Sprintf("more than %d redirects", maxRedirects)}
-		}
-		if err := p.Allow(req.URL); err != nil {
-			return fmt.Errorf("redirect to %s: %w", redactURL(req.URL), err)
-		}
-		return nil
-	}
-	return &c
 }
 
 // redactURL drops user info and the query (which may carry tokens) for logs.

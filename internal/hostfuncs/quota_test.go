@@ -51,11 +51,11 @@ func TestHostFunctionUsesPerCall(t *testing.T) {
 			env := &Env{
 				Provider: "test",
 				Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
-				HTTP:     HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL)}, AllowInsecure: true},
+				HTTP:     NewHTTP(HTTPPolicy{AllowedHosts: []string{hostPort(t, srv.URL)}, AllowInsecure: true}),
 				Limits: Limits{MaxHTTPRequestsPerCall: max, MaxMachineUpdatesPerCall: max,
 					MaxConfigVarsPerCall: max, MaxPVListsPerCall: max},
 			}
-			defer env.HTTP.CloseIdleConnections()
+			defer env.Close()
 			newCall := func() *Call {
 				c := testCall(t, env, abi.MethodCreate, `{}`)
 				c.Spec = nil

@@ -2,13 +2,11 @@ package hostfuncs
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -95,18 +93,13 @@ func (p *HTTPPolicy) internalAllowed(host, port string) bool {
 	return false
 }
 
-func (p *HTTPPolicy) resolver() Resolver {
-	if p.Resolver != nil {
-		return p.Resolver
-	}
-	return net.DefaultResolver
-}
-
 // dialContext resolves addr itself, refuses internal addresses the policy
 // does not allow for that host, and connects to a checked IP literal, so
 // the address checked is the address connected to (no DNS rebinding
-// window). It runs for the first request and for every redirect.
-func (p *HTTPPolicy) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+// window). It runs for every connection: the first request's, and every
+// redirect's.
+func (h *HTTP) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	p := &h.policy
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -116,7 +109,7 @@ func (p *HTTPPolicy) dialContext(ctx context.Context, network, addr string) (net
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
 	} else {
-		addrs, err = p.resolver().LookupNetIP(ctx, "ip", host)
+		addrs, err = p.Resolver.LookupNetIP(ctx, "ip", host)
 		if err != nil {
 			return nil, err
 		}
@@ -179,45 +172,23 @@ func portNum(s string) uint16 {
 	return n
 }
 
-var transportMu sync.Mutex
-
-// transport returns the policy's hardened transport, built on first use:
-// no proxy (a proxy would hide the destination from the address check),
-// the checking dialer, the response header cap, and the policy's TLS
-// config.
-func (p *HTTPPolicy) transport() *http.Transport {
-	transportMu.Lock()
-	defer transportMu.Unlock()
-	if p.hardened == nil {
-		var tlsConfig *tls.Config
-		if p.TLSConfig != nil {
-			tlsConfig = p.TLSConfig.Clone()
-		}
-		p.hardened = &http.Transport{
-			Proxy:                  nil,
-			DialContext:            p.dialContext,
-			TLSClientConfig:        tlsConfig,
-			ForceAttemptHTTP2:      true,
-			MaxIdleConns:           16,
-			MaxIdleConnsPerHost:    4,
-			IdleConnTimeout:        30 * time.Second,
-			TLSHandshakeTimeout:    10 * time.Second,
-			ExpectContinueTimeout:  1 * time.Second,
-			ResponseHeaderTimeout:  p.timeout(),
-			MaxResponseHeaderBytes: int64(p.maxHeaderBytes()),
-		}
-	}
-	return p.hardened
-}
-
-// CloseIdleConnections releases the idle connections of the policy's
-// transport, e.g. when its provider is unloaded.
-func (p *HTTPPolicy) CloseIdleConnections() {
-	transportMu.Lock()
-	t := p.hardened
-	transportMu.Unlock()
-	if t != nil {
-		t.CloseIdleConnections()
+// newTransport builds the policy's hardened transport: no proxy (a proxy
+// would hide the destination from the address check), the checking
+// dialer, the response header cap, and the policy's TLS config. NewHTTP
+// calls it once per policy.
+func (h *HTTP) newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                  nil,
+		DialContext:            h.dialContext,
+		TLSClientConfig:        h.policy.TLSConfig,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           16,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        30 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  1 * time.Second,
+		ResponseHeaderTimeout:  h.policy.Timeout,
+		MaxResponseHeaderBytes: int64(h.policy.MaxHeaderBytes),
 	}
 }
 
