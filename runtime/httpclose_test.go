@@ -12,6 +12,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/examples/hostcalls/hostcallsprovider"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/native"
 )
 
 // Closing a provider drops the idle connections its http_do kept alive: a
@@ -33,7 +34,7 @@ func TestCloseDropsIdleHTTPConnections(t *testing.T) {
 	t.Cleanup(c.srv.Close)
 
 	rt := newRuntime(t)
-	p, err := rt.LoadNative("hostcalls", hostcallsprovider.Provider{}, abi.CapHTTP|abi.CapConfigVar,
+	p, err := native.Load(rt, "hostcalls", hostcallsprovider.Provider{}, abi.CapHTTP|abi.CapConfigVar,
 		runtime.WithPolicy(runtime.Policy{AllowedHosts: []string{c.host()}, AllowInsecureHTTP: true}))
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/cloud/instance"
-	"github.com/wasmprov/wasmprov/guests/go/provider"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
@@ -41,7 +40,7 @@ type Provider struct {
 
 	declared, granted abi.Capability
 	pool              *pool.Pool[*guestInstance] // nil for a native provider
-	native            provider.Provider          // set by LoadNative
+	native            NativeFunc                 // set by LoadFunc
 	closeOnce         sync.Once
 	closeErr          error
 }
