@@ -74,6 +74,7 @@ func (r *Runtime) LoadFunc(name string, declared abi.Capability, fn NativeFunc, 
 		native:   fn,
 	}
 	np.env = r.newEnv(lc.name, np.logger, policy)
+	np.initSeed()
 	r.track(np)
 	return np, nil
 }
