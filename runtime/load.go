@@ -174,20 +174,17 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, policy Policy) (engi
 	wasm, err := precheck.Check(wasm, precheck.Limits{MaxTableEntries: int(policy.MaxTableEntries)})
 	switch {
 	case errors.Is(err, precheck.ErrMalformed):
-		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", ErrInvalidModule, err)
+		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %w", ErrInvalidModule, err)
 	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidModule, err)
 	}
-	mod, err := r.engine.Compile(ctx, wasm, engine.ModuleConfig{
+	// The engines wrap ErrInvalidModule themselves (it is
+	// engine.ErrInvalidModule), so their error passes through unchanged.
+	return r.engine.Compile(ctx, wasm, engine.ModuleConfig{
 		MemoryLimitPages: policy.MemoryLimitMiB * 16, // 64 KiB pages
 		Interruptible:    r.cfg.interruptible,
 		HostFunctions:    hostfuncs.Functions(),
 	})
-	if errors.Is(err, engine.ErrInvalidModule) {
-		detail := strings.TrimPrefix(err.Error(), engine.ErrInvalidModule.Error()+": ")
-		return nil, fmt.Errorf("%w: %s", ErrInvalidModule, detail)
-	}
-	return mod, err
 }
 
 // moduleConfig is the WASI view the guest gets: no arguments, no
@@ -369,5 +366,5 @@ func classifyInstantiate(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	return fmt.Errorf("%w: %v", ErrTrap, err)
+	return fmt.Errorf("%w: %w", ErrTrap, err)
 }
