@@ -18,6 +18,7 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // LoadOption configures Load and LoadBytes.
@@ -288,19 +289,19 @@ func sigString(s signature) string {
 
 func valueTypeName(t engine.ValueType) string {
 	switch t {
-	case 0x7f:
+	case wasmbin.ValueTypeI32:
 		return "i32"
-	case 0x7e:
+	case wasmbin.ValueTypeI64:
 		return "i64"
-	case 0x7d:
+	case wasmbin.ValueTypeF32:
 		return "f32"
-	case 0x7c:
+	case wasmbin.ValueTypeF64:
 		return "f64"
-	case 0x7b:
+	case wasmbin.ValueTypeV128:
 		return "v128"
-	case 0x70:
+	case wasmbin.ValueTypeFuncref:
 		return "funcref"
-	case 0x6f:
+	case wasmbin.ValueTypeExternref:
 		return "externref"
 	}
 	return fmt.Sprintf("type(%#x)", t)
