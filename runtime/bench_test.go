@@ -12,6 +12,7 @@ import (
 	"github.com/wasmprov/wasmprov/guests/go/provider"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/native"
 
 	"sigs.k8s.io/yaml"
 )
@@ -68,7 +69,7 @@ func BenchmarkEmptyCall(b *testing.B) {
 		})
 	}
 	b.Run("native", func(b *testing.B) {
-		p, err := rt.LoadNative("noop", noopProvider{}, 0)
+		p, err := native.Load(rt, "noop", noopProvider{}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -103,7 +104,7 @@ func BenchmarkValidate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	native, err := rt.LoadNative("fake", fakeprovider.Provider{}, 0)
+	inProcess, err := native.Load(rt, "fake", fakeprovider.Provider{}, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func BenchmarkValidate(b *testing.B) {
 		p    interface {
 			Validate(clusterv1alpha1.MachineSpec) error
 		}
-	}{{"wasm", wasm}, {"wasm-uninterruptible", wasmU}, {"native", native}} {
+	}{{"wasm", wasm}, {"wasm-uninterruptible", wasmU}, {"native", inProcess}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -186,7 +186,7 @@ func (p *Provider) trapError(ctx context.Context, m abi.Method, err error) error
 		return p.contextError(m, ctxErr)
 	}
 	p.logger.Warn("guest trapped; instance discarded", "method", m.String(), "error", err.Error())
-	return &CallError{Provider: p.name, Method: m, Class: ClassTrap, Err: fmt.Errorf("%w: %v", ErrTrap, err)}
+	return &CallError{Provider: p.name, Method: m, Class: ClassTrap, Err: fmt.Errorf("%w: %w", ErrTrap, err)}
 }
 
 func (p *Provider) contextError(m abi.Method, err error) error {

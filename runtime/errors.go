@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
 // Sentinel errors for failures that belong to the sandbox rather than to
@@ -29,8 +30,9 @@ var (
 	// reload) before the call got an instance. Nothing ran; a caller holding
 	// a stale *Provider may retry on the current one.
 	ErrProviderClosed = errors.New("provider is closed")
-	// ErrInvalidModule: a module failed load-time validation.
-	ErrInvalidModule = errors.New("invalid provider module")
+	// ErrInvalidModule: a module failed load-time validation: the host's
+	// own checks or the engine's (one sentinel, the engine's, for both).
+	ErrInvalidModule = engine.ErrInvalidModule
 	// ErrLoadTimeout: compiling the module or starting an instance of it
 	// (instantiation, _initialize, the ABI exports) outlived the load
 	// deadline: the caller's, or the policy's LoadTimeout. It also matches

@@ -13,6 +13,7 @@ import (
 	"github.com/wasmprov/wasmprov/examples/hostcalls/hostcallsprovider"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/native"
 )
 
 // Closing a provider drops the idle connections its http_do kept alive: a
@@ -25,7 +26,7 @@ func TestProviderCloseDropsIdleConnections(t *testing.T) {
 		load func(t *testing.T, rt *runtime.Runtime, policy runtime.Policy) (*runtime.Provider, error)
 	}{
 		{"native", func(_ *testing.T, rt *runtime.Runtime, policy runtime.Policy) (*runtime.Provider, error) {
-			return rt.LoadNative("hostcalls", hostcallsprovider.Provider{}, abi.CapHTTP|abi.CapConfigVar,
+			return native.Load(rt, "hostcalls", hostcallsprovider.Provider{}, abi.CapHTTP|abi.CapConfigVar,
 				runtime.WithPolicy(policy))
 		}},
 		{"wasm", func(t *testing.T, rt *runtime.Runtime, policy runtime.Policy) (*runtime.Provider, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/wasmprov/wasmprov/examples/hostcalls/hostcallsprovider"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/native"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,7 @@ import (
 
 // The tests in this file run every method of the example providers twice:
 // through the .wasm compiled from the example's source, and through the
-// same provider code loaded natively (runtime.LoadNative). Both must produce
+// same provider code loaded natively (runtime/native.Load). Both must produce
 // the same transcript, and the transcript must say what the provider is
 // supposed to do.
 
@@ -171,13 +172,13 @@ func TestHostcallsWasmAndNativeAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	native, err := rt.LoadNative("hostcalls", hostcallsprovider.Provider{},
+	inProcess, err := native.Load(rt, "hostcalls", hostcallsprovider.Provider{},
 		abi.CapHTTP|abi.CapMachineUpdate|abi.CapPVList|abi.CapConfigVar, runtime.WithPolicy(policy))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fromWasm := hostcallsLifecycle(t, wasm, c, kube)
-	fromNative := hostcallsLifecycle(t, native, c, kube)
+	fromNative := hostcallsLifecycle(t, inProcess, c, kube)
 	if got, want := strings.Join(fromWasm, "\n"), strings.Join(fromNative, "\n"); got != want {
 		t.Fatalf("wasm and native disagree:\n--- wasm\n%s\n--- native\n%s", got, want)
 	}
@@ -224,7 +225,7 @@ func TestFakeWasmAndNativeAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	native, err := rt.LoadNative("fake", fakeprovider.Provider{}, 0)
+	inProcess, err := native.Load(rt, "fake", fakeprovider.Provider{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestFakeWasmAndNativeAgree(t *testing.T) {
 		out = append(out, "Delete "+describeErr(p.Delete(pass, &cloud.MachineCreateDeleteData{})))
 		return out
 	}
-	got, want := strings.Join(run(wasm), "\n"), strings.Join(run(native), "\n")
+	got, want := strings.Join(run(wasm), "\n"), strings.Join(run(inProcess), "\n")
 	if got != want {
 		t.Fatalf("wasm and native disagree:\n--- wasm\n%s\n--- native\n%s", got, want)
 	}

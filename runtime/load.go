@@ -18,6 +18,7 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // LoadOption configures Load and LoadBytes.
@@ -102,6 +103,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		size:   size,
 		logger: logger,
 	}
+	p.initSeed()
 	// A first instance, with no clock or randomness, tells the ABI version
 	// and what the module declares; only then can instances be configured
 	// with what is granted.
@@ -175,20 +177,17 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, policy Policy) (engi
 	wasm, err := precheck.Check(wasm, precheck.Limits{MaxTableEntries: int(policy.MaxTableEntries)})
 	switch {
 	case errors.Is(err, precheck.ErrMalformed):
-		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", ErrInvalidModule, err)
+		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %w", ErrInvalidModule, err)
 	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrInvalidModule, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidModule, err)
 	}
-	mod, err := r.engine.Compile(ctx, wasm, engine.ModuleConfig{
+	// The engines wrap ErrInvalidModule themselves (it is
+	// engine.ErrInvalidModule), so their error passes through unchanged.
+	return r.engine.Compile(ctx, wasm, engine.ModuleConfig{
 		MemoryLimitPages: policy.MemoryLimitMiB * 16, // 64 KiB pages
 		Interruptible:    r.cfg.interruptible,
 		HostFunctions:    hostfuncs.Functions(),
 	})
-	if errors.Is(err, engine.ErrInvalidModule) {
-		detail := strings.TrimPrefix(err.Error(), engine.ErrInvalidModule.Error()+": ")
-		return nil, fmt.Errorf("%w: %s", ErrInvalidModule, detail)
-	}
-	return mod, err
 }
 
 // moduleConfig is the WASI view the guest gets: no arguments, no
@@ -292,19 +291,19 @@ func sigString(s signature) string {
 
 func valueTypeName(t engine.ValueType) string {
 	switch t {
-	case 0x7f:
+	case wasmbin.ValueTypeI32:
 		return "i32"
-	case 0x7e:
+	case wasmbin.ValueTypeI64:
 		return "i64"
-	case 0x7d:
+	case wasmbin.ValueTypeF32:
 		return "f32"
-	case 0x7c:
+	case wasmbin.ValueTypeF64:
 		return "f64"
-	case 0x7b:
+	case wasmbin.ValueTypeV128:
 		return "v128"
-	case 0x70:
+	case wasmbin.ValueTypeFuncref:
 		return "funcref"
-	case 0x6f:
+	case wasmbin.ValueTypeExternref:
 		return "externref"
 	}
 	return fmt.Sprintf("type(%#x)", t)
@@ -370,5 +369,5 @@ func classifyInstantiate(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	return fmt.Errorf("%w: %v", ErrTrap, err)
+	return fmt.Errorf("%w: %w", ErrTrap, err)
 }

@@ -6,22 +6,54 @@ import (
 	"fmt"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/guests/go/provider"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 )
 
-// LoadNative serves a provider written with the Go guest SDK from the host
-// process itself, without WebAssembly: the same host functions, policy,
-// error mapping and result decoding as a wasm module, but direct Go calls.
+// NativeHost is the host side of one call of a NativeFunc: the host
+// functions a wasm guest imports, as Go methods. An error its methods return
+// is a *HostError. Only the NativeHost a NativeFunc is given is valid, and
+// only until the NativeFunc returns.
 //
-// It exists to compare: wasmprov's tests run every method through a .wasm
-// and through LoadNative of the same provider code and expect the same
-// results, and the benchmarks use it as the native baseline. It offers no
-// isolation; do not use it for untrusted code.
-func (r *Runtime) LoadNative(name string, p provider.Provider, declared abi.Capability, opts ...LoadOption) (*Provider, error) {
+// It is a one-pointer handle rather than an interface so that an adapter
+// wrapping it (runtime/native wraps it in the SDK's Host) is one pointer
+// too, and stores in an interface without an allocation per call.
+type NativeHost struct{ c *hostfuncs.Call }
+
+// HostError is a host function's failure as NativeHost reports it: the
+// Errno and message a wasm guest would read.
+type HostError struct {
+	Func    string
+	Errno   abi.Errno
+	Message string
+}
+
+func (e *HostError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("host function %s failed with errno %d", e.Func, e.Errno)
+	}
+	return fmt.Sprintf("host function %s: %s", e.Func, e.Message)
+}
+
+// NativeFunc serves one call of method m of a native provider through h
+// and returns the status a wasm export would.
+type NativeFunc func(ctx context.Context, h NativeHost, m abi.Method) abi.Status
+
+// LoadFunc serves a provider from the host process itself, without
+// WebAssembly: fn gets the same host functions, policy, error mapping and
+// result decoding as a wasm module, through direct Go calls. declared is
+// what a module's capabilities export would return.
+//
+// It exists to compare, and offers no isolation: do not use it for
+// untrusted code. Package runtime/native builds a NativeFunc from a
+// provider written with the Go guest SDK; runtime itself does not depend on
+// the SDK.
+func (r *Runtime) LoadFunc(name string, declared abi.Capability, fn NativeFunc, opts ...LoadOption) (*Provider, error) {
 	lc := loadConfig{name: name}
 	for _, o := range opts {
 		o(&lc)
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("provider %q: no NativeFunc", lc.name)
 	}
 	policy := r.cfg.defaultPolicy
 	if lc.policy != nil {
@@ -39,22 +71,21 @@ func (r *Runtime) LoadNative(name string, p provider.Provider, declared abi.Capa
 		logger:   r.cfg.logger.With("provider", lc.name),
 		declared: declared | abi.CapLog,
 		granted:  granted,
-		native:   p,
+		native:   fn,
 	}
 	np.env = r.newEnv(lc.name, np.logger, policy)
+	np.initSeed()
 	r.track(np)
 	return np, nil
 }
 
 func (p *Provider) invokeNative(ctx context.Context, call *hostfuncs.Call) error {
-	status := provider.Dispatch(ctx, nativeHost{call}, p.native, call.Method)
+	status := p.native(ctx, NativeHost{call}, call.Method)
 	return p.statusError(call, status)
 }
 
-// nativeHost implements the SDK's Host directly on a hostfuncs.Call.
-type nativeHost struct{ c *hostfuncs.Call }
-
-func (h nativeHost) Input(part abi.Input) ([]byte, error) {
+// Input returns a copy of an input part of the call.
+func (h NativeHost) Input(part abi.Input) ([]byte, error) {
 	b, err := h.c.Input(part)
 	if err != nil {
 		return nil, hostError("input", err)
@@ -62,22 +93,27 @@ func (h nativeHost) Input(part abi.Input) ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
-func (h nativeHost) Output(b []byte) error {
+// Output sets the call's result document.
+func (h NativeHost) Output(b []byte) error {
 	if err := h.c.SetOutput(b); err != nil {
 		return hostError("output", err)
 	}
 	return nil
 }
 
-func (h nativeHost) SetError(reason, message string, retryAfterMillis int64) {
+// SetError sets the call's error reason, message and retry hint.
+func (h NativeHost) SetError(reason, message string, retryAfterMillis int64) {
 	h.c.SetError(reason, message, retryAfterMillis)
 }
 
-func (h nativeHost) Log(level int32, message string, attrs []byte) {
+// Log emits a log record; attrs is a JSON object or empty.
+func (h NativeHost) Log(level int32, message string, attrs []byte) {
 	_ = h.c.Log(level, []byte(message), attrs)
 }
 
-func (h nativeHost) Call(fn string, req []byte) ([]byte, error) {
+// Call invokes a data host function (abi.ImportHTTP, ...) with a JSON
+// request and returns its result.
+func (h NativeHost) Call(fn string, req []byte) ([]byte, error) {
 	b, err := h.c.Invoke(fn, req)
 	if err != nil {
 		return nil, hostError(fn, err)
@@ -85,6 +121,8 @@ func (h nativeHost) Call(fn string, req []byte) ([]byte, error) {
 	return b, nil
 }
 
+// hostError is what a wasm guest would read of err: its errno and message,
+// with a refused capability worded as the guest SDK words it.
 func hostError(fn string, err error) error {
 	var he *hostfuncs.Error
 	if errors.As(err, &he) {
@@ -92,7 +130,7 @@ func hostError(fn string, err error) error {
 		if he.Errno == abi.ErrnoNotDeclared {
 			msg = "capability not declared or not granted"
 		}
-		return &provider.HostError{Func: fn, Errno: he.Errno, Message: msg}
+		return &HostError{Func: fn, Errno: he.Errno, Message: msg}
 	}
-	return &provider.HostError{Func: fn, Errno: abi.ErrnoFailed, Message: err.Error()}
+	return &HostError{Func: fn, Errno: abi.ErrnoFailed, Message: err.Error()}
 }

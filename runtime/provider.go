@@ -15,7 +15,6 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/cloud/instance"
-	"github.com/wasmprov/wasmprov/guests/go/provider"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
@@ -25,10 +24,14 @@ import (
 )
 
 // Provider is a provider module loaded by a Runtime. It implements
-// cloud.Provider, so it can stand wherever machine-controller expects a
-// provider; ContextProvider returns the context-aware view. A Provider is
+// cloud.Provider (AddDefaults, Validate, Get, GetCloudConfig, Create, Delete,
+// MachineMetricsLabels, MigrateUID: cloud.WithoutContext's methods on
+// ContextProvider), so it can stand wherever machine-controller expects a
+// provider; those methods run with context.Background and the policy's call
+// timeout. ContextProvider returns the context-aware view. A Provider is
 // safe for concurrent use: each call gets an instance of its own.
 type Provider struct {
+	seed   // cloud.Provider's methods; see initSeed
 	name   string
 	rt     *Runtime
 	mod    engine.Module // nil for a native provider
@@ -41,7 +44,7 @@ type Provider struct {
 
 	declared, granted abi.Capability
 	pool              *pool.Pool[*guestInstance] // nil for a native provider
-	native            provider.Provider          // set by LoadNative
+	native            NativeFunc                 // set by LoadFunc
 	closeOnce         sync.Once
 	closeErr          error
 }
@@ -159,48 +162,14 @@ func (p *Provider) Close(ctx context.Context) error {
 // deadline stops the guest mid-call.
 func (p *Provider) ContextProvider() cloud.ContextProvider { return contextual{p} }
 
-// The cloud.Provider methods run with context.Background and the policy's
-// call timeout.
+// seed is the cloud.Provider view of a Provider, embedded in it so that
+// cloud.WithoutContext's methods are Provider's: there is one adapter from
+// ContextProvider to the seed interface, not a second copy here.
+type seed = cloud.Provider
 
-// AddDefaults implements cloud.Provider.
-func (p *Provider) AddDefaults(spec clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
-	return contextual{p}.AddDefaults(context.Background(), spec)
-}
-
-// Validate implements cloud.Provider.
-func (p *Provider) Validate(spec clusterv1alpha1.MachineSpec) error {
-	return contextual{p}.Validate(context.Background(), spec)
-}
-
-// Get implements cloud.Provider.
-func (p *Provider) Get(machine *clusterv1alpha1.Machine) (instance.Instance, error) {
-	return contextual{p}.Get(context.Background(), machine)
-}
-
-// GetCloudConfig implements cloud.Provider.
-func (p *Provider) GetCloudConfig(spec clusterv1alpha1.MachineSpec) (string, string, error) {
-	return contextual{p}.GetCloudConfig(context.Background(), spec)
-}
-
-// Create implements cloud.Provider.
-func (p *Provider) Create(machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData, userdata string) (instance.Instance, error) {
-	return contextual{p}.Create(context.Background(), machine, data, userdata)
-}
-
-// Delete implements cloud.Provider.
-func (p *Provider) Delete(machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
-	return contextual{p}.Delete(context.Background(), machine, data)
-}
-
-// MachineMetricsLabels implements cloud.Provider.
-func (p *Provider) MachineMetricsLabels(machine *clusterv1alpha1.Machine) (map[string]string, error) {
-	return contextual{p}.MachineMetricsLabels(context.Background(), machine)
-}
-
-// MigrateUID implements cloud.Provider.
-func (p *Provider) MigrateUID(machine *clusterv1alpha1.Machine, newUID types.UID) error {
-	return contextual{p}.MigrateUID(context.Background(), machine, newUID)
-}
+// initSeed gives p its cloud.Provider methods: each runs its ContextProvider
+// method with context.Background, so the policy's call timeout bounds it.
+func (p *Provider) initSeed() { p.seed = cloud.WithoutContext(contextual{p}, nil) }
 
 // contextual is the cloud.ContextProvider view of a Provider.
 type contextual struct{ p *Provider }

@@ -12,7 +12,7 @@ import (
 
 // Host is the host side of the ABI as the SDK sees it. Inside a wasm module
 // it is implemented with the wasmprov_v1 imports; a native host
-// (runtime.LoadNative) implements it in Go to run the same provider code
+// (package runtime/native) implements it in Go to run the same provider code
 // in-process. Provider authors never implement it.
 type Host interface {
 	// Input returns an input part of the current call.
@@ -40,7 +40,7 @@ func hostFrom(ctx context.Context) (Host, error) {
 
 // Dispatch runs method m of p against h and returns the status the export
 // reports. The wasm exports call it with the registered provider; a native
-// host (runtime.LoadNative) calls it with a provider value. Provider authors
+// host (package runtime/native) calls it with a provider value. Provider authors
 // never call it.
 func Dispatch(ctx context.Context, h Host, p Provider, m abi.Method) (status abi.Status) {
 	if p == nil {

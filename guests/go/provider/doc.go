@@ -24,6 +24,6 @@
 //
 // The package depends on the standard library and package abi only, so guest
 // modules stay small and compile fast. The same provider code also runs
-// natively (runtime.LoadNative), which is how wasmprov's tests compare
+// natively (runtime/native.Load), which is how wasmprov's tests compare
 // a wasm provider with the same code compiled for the host.
 package provider
