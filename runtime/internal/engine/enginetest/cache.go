@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
@@ -33,10 +34,10 @@ func instrumentedFiles(t *testing.T, dir string) map[string][]byte {
 	return files
 }
 
-// compileCounting compiles minimal.wasm, interruptible, on a new engine
-// with cacheDir, checks that the module works and returns the engine's
-// instrumentation hits and misses.
-func compileCounting(t *testing.T, newEngine NewEngine, cacheDir string, wasm []byte) (hits, misses int64, took time.Duration) {
+// compileCounting compiles wasm, interruptible, on a new engine with
+// cacheDir, checks that the module instantiates and returns the engine's
+// instrumentation hits and misses and how long Compile took.
+func compileCounting(t *testing.T, newEngine NewEngine, cacheDir string, wasm []byte, cfg engine.ModuleConfig) (hits, misses int64, took time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	e := newEngine(t, cacheDir)
@@ -45,7 +46,7 @@ func compileCounting(t *testing.T, newEngine NewEngine, cacheDir string, wasm []
 		t.Fatalf("%s engine has no instrumented cache", e.Name())
 	}
 	start := time.Now()
-	m, err := e.Compile(ctx, wasm, config(true, &recorder{}))
+	m, err := e.Compile(ctx, wasm, cfg)
 	took = time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func RunInstrumentationCache(t *testing.T, newEngine NewEngine) {
 	dir := t.TempDir()
 	want := func(hits, misses int64) {
 		t.Helper()
-		if h, m, _ := compileCounting(t, newEngine, dir, wasm); h != hits || m != misses {
+		if h, m, _ := compileCounting(t, newEngine, dir, wasm, config(true, &recorder{})); h != hits || m != misses {
 			t.Fatalf("instrumentation cache: %d hits, %d misses; want %d, %d", h, m, hits, misses)
 		}
 	}
@@ -101,7 +102,7 @@ func RunInstrumentationCache(t *testing.T, newEngine NewEngine) {
 	want(1, 0)
 
 	// Without a directory, nothing is kept.
-	if h, m, _ := compileCounting(t, newEngine, "", wasm); h != 0 || m != 1 {
+	if h, m, _ := compileCounting(t, newEngine, "", wasm, config(true, &recorder{})); h != 0 || m != 1 {
 		t.Fatalf("without a cache directory: %d hits, %d misses; want 0, 1", h, m)
 	}
 }
@@ -122,22 +123,24 @@ var childReport = regexp.MustCompile(`enginetest-child: hits=(\d+) misses=(\d+) 
 // -test.run=^<t.Name()>$) as that process, with the directory in
 // $WASMPROV_ENGINETEST_CACHE_DIR; it prints its counts, which this
 // process checks. $WASMPROV_ENGINETEST_MODULE names a module to use instead
-// of minimal.wasm; both compile times are logged.
+// of minimal.wasm (a Go guest, bound to every wasmprov_v1 function); both
+// compile times are logged.
 func RunInstrumentationCacheAcrossProcesses(t *testing.T, newEngine NewEngine) {
-	wasm := Fixture(t, "minimal.wasm")
+	wasm, cfg := Fixture(t, "minimal.wasm"), config(true, &recorder{})
 	if p := os.Getenv(crossProcessModule); p != "" {
 		var err error
 		if wasm, err = os.ReadFile(p); err != nil {
 			t.Fatal(err)
 		}
+		cfg = engine.ModuleConfig{MemoryLimitPages: 4096, Interruptible: true, HostFunctions: hostfuncs.Functions()}
 	}
 	if dir := os.Getenv(crossProcessEnv); dir != "" {
-		hits, misses, took := compileCounting(t, newEngine, dir, wasm)
+		hits, misses, took := compileCounting(t, newEngine, dir, wasm, cfg)
 		fmt.Printf("enginetest-child: hits=%d misses=%d compile=%s\n", hits, misses, took)
 		return
 	}
 	dir := t.TempDir()
-	if h, m, took := compileCounting(t, newEngine, dir, wasm); h != 0 || m != 1 {
+	if h, m, took := compileCounting(t, newEngine, dir, wasm, cfg); h != 0 || m != 1 {
 		t.Fatalf("first process: %d hits, %d misses; want 0, 1", h, m)
 	} else {
 		t.Logf("first process, cold cache: compile %v", took)
