@@ -70,8 +70,9 @@ type shared struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns an engine whose compiled code is also kept in cacheDir (when
-// not empty). Modules are compiled in a child process (see the package
+// New returns an engine whose compiled code, and the instrumented modules
+// of interruptible compiles (package instrumented), are also kept in
+// cacheDir (when not empty). Modules are compiled in a child process (see the package
 // documentation) unless opts say otherwise or this binary cannot be
 // started again.
 func New(cacheDir string, opts ...Option) (*Engine, error) {

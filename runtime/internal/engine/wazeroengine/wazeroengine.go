@@ -47,7 +47,9 @@ func WithMemoryAllocator(a experimental.MemoryAllocator) Option {
 
 // New returns an engine whose compiled code is cached in cacheDir (in
 // memory when empty). The cache is keyed by module content, wazero version
-// and architecture, and may be shared between processes.
+// and architecture, and may be shared between processes; the instrumented
+// modules of interruptible compiles are kept there too (package
+// instrumented).
 func New(cacheDir string, opts ...Option) (*Engine, error) {
 	e := &Engine{instrumented: instrumented.NewCache(cacheDir)}
 	for _, o := range opts {
