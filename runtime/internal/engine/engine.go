@@ -6,8 +6,10 @@
 // and bound by each engine.
 //
 // Two engines exist: wazero (pure Go, the default, package
-// engine/wazero) and wasmtime (cgo, behind the "wasmtime" build tag,
-// package engine/wasmtime).
+// engine/wazeroengine) and wasmtime (cgo, behind the "wasmtime" build tag,
+// package engine/wasmtimeengine). Both instrument interruptible modules
+// through package instrumented, which caches them next to their compiled
+// code.
 package engine
 
 import (
@@ -17,6 +19,7 @@ import (
 	"io"
 
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // Engine compiles modules. One Engine serves every provider of a Runtime,
@@ -97,8 +100,16 @@ type Function interface {
 	Call(ctx context.Context, stack []uint64) error
 }
 
-// ValueType is a value type in its binary encoding (hostfuncs.I32, ...).
-type ValueType = hostfuncs.ValueType
+// ValueType is a value type in its binary encoding (wasmbin.ValueTypeI32,
+// ...). Host functions declare theirs as hostfuncs.ValueType, the same
+// byte: internal/hostfuncs, outside runtime/, cannot import wasmbin, so the
+// two constants it has are checked equal to wasmbin's here, at compile time.
+type ValueType = wasmbin.ValueType
+
+var (
+	_ [0]struct{} = [hostfuncs.I32 ^ wasmbin.ValueTypeI32]struct{}{}
+	_ [0]struct{} = [hostfuncs.I64 ^ wasmbin.ValueTypeI64]struct{}{}
+)
 
 // Signature is a function type.
 type Signature struct{ Params, Results []ValueType }
@@ -110,8 +121,10 @@ type Import struct {
 }
 
 // ErrInvalidModule wraps the error of a module that does not decode,
-// validate or link.
-var ErrInvalidModule = errors.New("invalid module")
+// validate or link. It is the runtime's ErrInvalidModule too, so an
+// engine's error reaches the caller unchanged: "invalid provider module:
+// not a valid WebAssembly module: ...".
+var ErrInvalidModule = errors.New("invalid provider module")
 
 // ExitError is returned by a call in which the guest exited (WASI
 // proc_exit).

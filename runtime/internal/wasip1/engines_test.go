@@ -1,11 +1,10 @@
 package wasip1_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
-	"github.com/wasmprov/wasmprov/runtime/internal/engine/wazeroengine"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine/enginetest"
 )
 
 // testEngine is an engine the tests run package wasip1 on.
@@ -14,13 +13,12 @@ type testEngine struct {
 	new  func(t testing.TB) engine.Engine
 }
 
-// engines are wazero and, with the build tag, wasmtime
-// (engines_wasmtime_test.go).
-var engines = []testEngine{{"wazero", func(t testing.TB) engine.Engine {
-	e, err := wazeroengine.New("")
-	if err != nil {
-		t.Fatal(err)
+// engines are enginetest's: wazero and, with the build tag, wasmtime, each
+// with no cache directory.
+var engines = func() []testEngine {
+	var out []testEngine
+	for _, e := range enginetest.Engines() {
+		out = append(out, testEngine{e.Name, func(t testing.TB) engine.Engine { return e.New(t, "") }})
 	}
-	t.Cleanup(func() { e.Close(context.Background()) })
-	return e
-}}}
+	return out
+}()

@@ -54,5 +54,8 @@
 //   - Compiled code is cached in memory per engine and, with a cache
 //     directory, on disk as wasmtime's serialized modules, keyed by the
 //     instrumented module's SHA-256, the wasmtime-go version and, when not
-//     the default, the optimisation level.
+//     the default, the optimisation level. The instrumented module and its
+//     SHA-256 come from the same directory (package instrumented, shared
+//     with the wazero engine), so a process with a warm cache neither
+//     rewrites nor compiles a module.
 package wasmtimeengine

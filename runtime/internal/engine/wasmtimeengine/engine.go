@@ -19,8 +19,10 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine/wasmtimeengine/compiler"
+	"github.com/wasmprov/wasmprov/runtime/internal/instrumented"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasip1"
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // cacheVersion names the on-disk cache's subdirectory: serialized modules
@@ -30,8 +32,11 @@ const cacheVersion = "wasmtime-go-v37.0.0"
 // Engine is the wasmtime engine.
 type Engine struct {
 	eng      *wasmtime.Engine
-	cacheDir string
-	cc       compiler.Config
+	cacheDir string // of serialized modules; "" when they are kept in memory only
+	// instrumented keeps the interruptible modules under the cache
+	// directory given to New.
+	instrumented *instrumented.Cache
+	cc           compiler.Config
 	// exe is the binary started as the compiler process; "" compiles in
 	// process.
 	exe string
@@ -65,8 +70,9 @@ type shared struct {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns an engine whose compiled code is also kept in cacheDir (when
-// not empty). Modules are compiled in a child process (see the package
+// New returns an engine whose compiled code, and the instrumented modules
+// of interruptible compiles (package instrumented), are also kept in
+// cacheDir (when not empty). Modules are compiled in a child process (see the package
 // documentation) unless opts say otherwise or this binary cannot be
 // started again.
 func New(cacheDir string, opts ...Option) (*Engine, error) {
@@ -74,7 +80,8 @@ func New(cacheDir string, opts ...Option) (*Engine, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Engine{eng: wasmtime.NewEngineWithConfig(o.WasmtimeConfig()), cc: o.Config, modules: map[string]*shared{}}
+	e := &Engine{eng: wasmtime.NewEngineWithConfig(o.WasmtimeConfig()), cc: o.Config, modules: map[string]*shared{},
+		instrumented: instrumented.NewCache(cacheDir)}
 	if !o.inProcess {
 		e.exe = compilerPath()
 	}
@@ -93,6 +100,10 @@ func New(cacheDir string, opts ...Option) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// Instrumented is the engine's cache of instrumented modules (its Stats are
+// for tests).
+func (e *Engine) Instrumented() *instrumented.Cache { return e.instrumented }
 
 // Name implements engine.Engine.
 func (*Engine) Name() string { return "wasmtime" }
@@ -125,13 +136,21 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// Compiled code is keyed by the SHA-256 of the module it compiles: the
+	// instrumented one's comes from the instrumented cache, which a warm
+	// process reads instead of rewriting the module.
+	var sum [sha256.Size]byte
 	if cfg.Interruptible {
 		var err error
-		if wasm, err = interrupt.InstrumentWith(wasm, interrupt.FlagMemory); err != nil {
+		if wasm, sum, err = e.instrumented.Module(wasm, interrupt.FlagMemory); err != nil {
 			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	} else {
+		sum = sha256.Sum256(wasm)
 	}
-	sum := sha256.Sum256(wasm)
 	key := hex.EncodeToString(sum[:])
 	s, err := e.acquire(ctx, key, wasm)
 	if err != nil {
@@ -364,31 +383,35 @@ func signatureOf(ft *wasmtime.FuncType) engine.Signature {
 	return s
 }
 
+// valueType is k's binary encoding; 0 for a kind wasmtime-go names no
+// constant for (v128), which no ABI signature has.
 func valueType(k wasmtime.ValKind) engine.ValueType {
 	switch k {
 	case wasmtime.KindI32:
-		return 0x7f
+		return wasmbin.ValueTypeI32
 	case wasmtime.KindI64:
-		return 0x7e
+		return wasmbin.ValueTypeI64
 	case wasmtime.KindF32:
-		return 0x7d
+		return wasmbin.ValueTypeF32
 	case wasmtime.KindF64:
-		return 0x7c
+		return wasmbin.ValueTypeF64
 	case wasmtime.KindFuncref:
-		return 0x70
+		return wasmbin.ValueTypeFuncref
 	case wasmtime.KindExternref:
-		return 0x6f
+		return wasmbin.ValueTypeExternref
 	}
 	return 0
 }
 
+// valKind is the kind of a host function's value type (hostfuncs and
+// wasip1 use the numeric types only).
 func valKind(t engine.ValueType) wasmtime.ValKind {
 	switch t {
-	case 0x7e:
+	case wasmbin.ValueTypeI64:
 		return wasmtime.KindI64
-	case 0x7d:
+	case wasmbin.ValueTypeF32:
 		return wasmtime.KindF32
-	case 0x7c:
+	case wasmbin.ValueTypeF64:
 		return wasmtime.KindF64
 	}
 	return wasmtime.KindI32

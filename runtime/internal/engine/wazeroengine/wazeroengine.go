@@ -1,44 +1,18 @@
 // Package wazeroengine runs modules on wazero, the default engine: pure Go,
-// no cgo, a compilation cache that can live on disk.
-//
-// Deadlines do not use wazero's WithCloseOnContextDone, which makes every
-// loop header an indirect call into the engine and starts a goroutine per
-// call (2-3x on a Go guest's method call). Modules are instead instrumented
-// (package interrupt, FlagBudget) with checks no path can run long without
-// meeting; each subtracts the work it guards from a private budget and,
-// when the budget runs out (every interrupt.Budget units, about half a
-// millisecond of work), calls the host's yield function. Yield is where Interrupt takes effect (it
-// panics, which wazero turns into an error), and it is a Go safe point:
-// wazero runs compiled code outside the Go scheduler's reach, so without it
-// a guest looping with no host call would keep a garbage collection's
-// stop-the-world — and with it the whole process, including the goroutine
-// that would interrupt the guest — waiting forever.
-//
-// Every host function call is an interruption point too: once Interrupt
-// was called, a call into wasmprov_v1 or WASI panics instead of running, so
-// a guest looping over expensive host calls (a few megabytes of output each)
-// stops at its next host call, not at its next yield, thousands of calls
-// later.
-//
-// WASI is wasmprov's own (package wasip1), bound as a host module named
-// wasi_snapshot_preview1, not wazero's: the same implementation serves the
-// wasmtime engine, and its sleep wakes up on an interrupt or the end of the
-// call's context, where wazero's sleeps through both.
-//
-// Host functions find the calling instance through the context of the
-// call: Function.Call and Instantiate pass wazero the instance's
-// callContext, which wazero hands to host functions unchanged. The lookup
-// is a type assertion; there is no map and no allocation per call.
+// no cgo, a compilation cache that can live on disk. Interruptible modules
+// are instrumented with interrupt.FlagBudget (through package instrumented):
+// the guest calls a host yield function every interrupt.Budget units of
+// work, where Interrupt takes effect and the Go scheduler can stop the
+// world; every host function call is an interruption point too. WASI is
+// package wasip1's, bound as wasi_snapshot_preview1. Host functions find
+// their instance in the context of the call (callContext). Why it works
+// this way: runtime/RATIONALE.md, "Interruption".
 package wazeroengine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"strings"
 
@@ -48,17 +22,17 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
-	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
+	"github.com/wasmprov/wasmprov/runtime/internal/instrumented"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasip1"
 )
 
 // Engine is the wazero engine.
 type Engine struct {
-	cache     wazero.CompilationCache
-	cacheDir  string // "" when the cache is in memory
-	allocator experimental.MemoryAllocator
+	cache        wazero.CompilationCache
+	instrumented *instrumented.Cache
+	allocator    experimental.MemoryAllocator
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -73,9 +47,11 @@ func WithMemoryAllocator(a experimental.MemoryAllocator) Option {
 
 // New returns an engine whose compiled code is cached in cacheDir (in
 // memory when empty). The cache is keyed by module content, wazero version
-// and architecture, and may be shared between processes.
+// and architecture, and may be shared between processes; the instrumented
+// modules of interruptible compiles are kept there too (package
+// instrumented).
 func New(cacheDir string, opts ...Option) (*Engine, error) {
-	e := &Engine{}
+	e := &Engine{instrumented: instrumented.NewCache(cacheDir)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -87,9 +63,13 @@ func New(cacheDir string, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compilation cache %s: %w", cacheDir, err)
 	}
-	e.cache, e.cacheDir = cache, cacheDir
+	e.cache = cache
 	return e, nil
 }
+
+// Instrumented is the engine's cache of instrumented modules (its Stats are
+// for tests).
+func (e *Engine) Instrumented() *instrumented.Cache { return e.instrumented }
 
 // Name implements engine.Engine.
 func (*Engine) Name() string { return "wazero" }
@@ -105,7 +85,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 		return nil, err
 	}
 	if cfg.Interruptible {
-		if wasm, err = e.instrument(wasm); err != nil {
+		if wasm, _, err = e.instrumented.Module(wasm, interrupt.FlagBudget); err != nil {
 			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 		}
 		if err := ctx.Err(); err != nil {
@@ -159,44 +139,6 @@ func compileModule(ctx context.Context, wr wazero.Runtime, wasm []byte) (c wazer
 		}
 	}()
 	return wr.CompileModule(ctx, wasm)
-}
-
-// instrument returns wasm rewritten with interrupt.FlagBudget. With an
-// on-disk cache the result is kept next to the compiled code, keyed by the
-// original module's SHA-256 and the instrumenter's format: rewriting an
-// 11 MB Go guest takes hundreds of milliseconds, which a process start with
-// a warm cache would otherwise pay on every load.
-func (e *Engine) instrument(wasm []byte) ([]byte, error) {
-	if e.cacheDir == "" {
-		return interrupt.InstrumentWith(wasm, interrupt.FlagBudget)
-	}
-	sum := sha256.Sum256(wasm)
-	dir := filepath.Join(e.cacheDir, fmt.Sprintf("wasmprov-instrumented-v%d", interrupt.FormatVersion))
-	path := filepath.Join(dir, hex.EncodeToString(sum[:])+".wasm")
-	if b, ok := readCached(path); ok {
-		return b, nil
-	}
-	out, err := interrupt.InstrumentWith(wasm, interrupt.FlagBudget)
-	if err != nil {
-		return nil, err
-	}
-	sum = sha256.Sum256(out)
-	_ = cachefile.Write(path, append(sum[:], out...)) // best effort: a miss only costs the rewrite
-	return out, nil
-}
-
-// A cache file is the SHA-256 of the module followed by the module, so a
-// damaged file is a miss rather than a module that fails to compile.
-func readCached(path string) ([]byte, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) < sha256.Size {
-		return nil, false
-	}
-	body := b[sha256.Size:]
-	if sum := sha256.Sum256(body); string(sum[:]) != string(b[:sha256.Size]) {
-		return nil, false
-	}
-	return body, true
 }
 
 // errInterrupted is what an interrupted instance's yield and host
