@@ -70,8 +70,9 @@ conformance: cli guests c-guests
 # (a single-threaded byte rewriter whose tests run guests for seconds) run
 # without it, which cuts their time several-fold. Together they are ./...
 RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./controller/... ./guests/... ./internal/hostfuncs \
-	./runtime ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
-	./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 ./runtime/internal/wasmbin
+	./runtime ./runtime/native ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
+	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 \
+	./runtime/internal/wasmbin
 PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
 	./internal/testwasm ./runtime/internal/interrupt
 
