@@ -10,8 +10,8 @@ import (
 // up is rewritten to the next index; the added type and global take the
 // next free index and need no remapping.
 
-// appendCheck appends the check charging w: FlagMemory's (and FlagGlobal's)
-// check, or FlagBudget's with budget global g and yield function y:
+// appendCheck appends the check charging w: FlagMemory's check, or
+// FlagBudget's with budget global g and yield function y:
 //
 //	global.get g; i32.const w; i32.sub; global.set g
 //	global.get g; i32.const 1; i32.lt_s

@@ -543,7 +543,7 @@ func TestInstrumentBudgetGolden(t *testing.T) {
 }
 
 // TestInstrumentBudgetRefuses: a module that names the budget global, that
-// already exports GlobalName or imports from YieldModule, or that the
+// already exports MemoryName or imports from YieldModule, or that the
 // rewriter cannot decode where it must rewrite function indices, is
 // refused.
 func TestInstrumentBudgetRefuses(t *testing.T) {
@@ -562,7 +562,7 @@ func TestInstrumentBudgetRefuses(t *testing.T) {
 		// (global i32 (global.get 0)) referring to itself: G = 1 is refused as well.
 		{"global.get G in a global initialiser", mod(append(typeFunc, sec(6, 1, 0x7f, 0x00, 0x23, 1, 0x0b), code)...), "global index 1"},
 		{"export of global G", mod(append(typeFunc, oneGlobal, sec(7, 1, 1, 'g', 0x03, 1), code)...), "global index 1"},
-		{"export named GlobalName", mod(append(typeFunc, sec(7, append(append([]byte{1, byte(len(GlobalName))}, GlobalName...), 0x00, 0)...), code)...), "already exports"},
+		{"export named MemoryName", mod(append(typeFunc, sec(7, append(append([]byte{1, byte(len(MemoryName))}, MemoryName...), 0x00, 0)...), code)...), "already exports"},
 		{"import from YieldModule", mod(sec(1, 1, 0x60, 0, 0), sec(2, append(append([]byte{1, byte(len(YieldModule))}, YieldModule...), 1, 'z', 0x00, 0)...)), "already imports"},
 		{"unknown element segment flags", mod(append(typeFunc, sec(9, 1, 8, 0), code)...), "element segment flags"},
 		{"unknown element kind", mod(append(typeFunc, sec(9, 1, 1, 0x01, 0), code)...), "element kind"},
@@ -842,27 +842,25 @@ func TestInstrumentBudgetNames(t *testing.T) {
 
 // TestInstrumentRefTypeBlock: a block type (ref null ht) is two bytes
 // (function references); the second, here 0x03, is not an instruction
-// (loop) for any mode.
+// (loop) for either mode.
 func TestInstrumentRefTypeBlock(t *testing.T) {
 	// Four types () -> (); (func block (result (ref null 3)) ref.null 3 end drop)
 	wasm := mod(sec(1, 4, 0x60, 0, 0, 0x60, 0, 0, 0x60, 0, 0, 0x60, 0, 0), sec(3, 1, 0),
 		sec(10, 1, 9, 0, 0x02, 0x63, 0x03, 0xd0, 0x03, 0x0b, 0x1a, 0x0b))
-	for _, f := range []Flag{FlagGlobal, FlagMemory, FlagBudget} {
+	for _, f := range []Flag{FlagMemory, FlagBudget} {
 		out, err := InstrumentWith(wasm, f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var check []byte
 		switch f {
-		case FlagGlobal:
-			check = []byte{0x23, 0, 0x04, 0x40, 0x00, 0x0b}
 		case FlagMemory:
 			check = wantMemoryCheck(0)
 		case FlagBudget:
 			check = wantBudgetCheck(0, 0, 394) // at the exit: 392 + ref.null + drop
 		}
 		if n := bytes.Count(out, check); n != 1 {
-			t.Errorf("flag %d: %d checks, want 1 (FlagGlobal: the entry's; the others: the exit's)", f, n)
+			t.Errorf("flag %d: %d checks, want 1 (the exit's)", f, n)
 		}
 	}
 }
@@ -1204,30 +1202,10 @@ func TestBudgetRemap(t *testing.T) {
 	}
 }
 
-// TestTestdataIsFresh: every committed testdata/*.wasm is what wat2wasm
-// --debug-names makes of its .wat (make fixtures regenerates them).
-func TestTestdataIsFresh(t *testing.T) {
-	wat2wasm := wabt(t, "wat2wasm")
-	sources, _ := filepath.Glob(filepath.Join("testdata", "*.wat"))
-	if len(sources) == 0 {
-		t.Fatal("no .wat in testdata")
-	}
-	for _, src := range sources {
-		out := filepath.Join(t.TempDir(), "out.wasm")
-		if b, err := exec.Command(wat2wasm, "--debug-names", src, "-o", out).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", src, err, b)
-		}
-		want, _ := os.ReadFile(out)
-		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s: the committed .wasm is stale or missing; run make fixtures", src)
-		}
-	}
-}
-
 // BenchmarkLoopCheck: the cost of the check on a tight loop (sum(1e7), one
 // check per iteration) in wazero's compiler, uninstrumented and in
-// FlagGlobal and FlagBudget modes.
+// FlagBudget mode (wazero, without multi-memory, cannot run FlagMemory's
+// output for a module with a memory).
 func BenchmarkLoopCheck(b *testing.B) {
 	ctx := context.Background()
 	wasm, err := os.ReadFile(filepath.Join("testdata", "budget.wasm"))
@@ -1240,7 +1218,6 @@ func BenchmarkLoopCheck(b *testing.B) {
 		f    func([]byte) ([]byte, error)
 	}{
 		{"none", func(b []byte) ([]byte, error) { return b, nil }},
-		{"FlagGlobal", Instrument},
 		{"FlagBudget", func(b []byte) ([]byte, error) { return InstrumentWith(b, FlagBudget) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -1273,7 +1250,7 @@ func BenchmarkLoopCheck(b *testing.B) {
 // function and local names by their content, not their subsection sizes;
 // a subsection that claims more bytes than the section has left makes it
 // read on to the end of the module. The original compiles (the section is
-// last); every mode drops such a section rather than append sections after
+// last); both modes drop such a section rather than append sections after
 // it that wazero would then misread (found by FuzzInstrument). A
 // well-formed name section is kept byte for byte.
 func TestInstrumentMisreadNameSection(t *testing.T) {
@@ -1290,7 +1267,7 @@ func TestInstrumentMisreadNameSection(t *testing.T) {
 	if _, err := r.CompileModule(ctx, bad); err != nil {
 		t.Fatalf("wazero no longer accepts the original: %v", err)
 	}
-	for _, f := range []Flag{FlagGlobal, FlagMemory, FlagBudget} {
+	for _, f := range []Flag{FlagMemory, FlagBudget} {
 		out, err := InstrumentWith(bad, f)
 		if err != nil {
 			t.Fatal(err)

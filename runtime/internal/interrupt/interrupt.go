@@ -7,13 +7,10 @@
 // units, about 2 µs of simple instructions) without passing one, whether it
 // loops, runs straight-line code, branches forward over other checks,
 // calls, returns through any number of frames or tail-calls; a bulk memory
-// or table instruction is followed by one. FlagGlobal (Instrument, legacy:
-// tests only) checks at every function entry and loop header.
+// or table instruction is followed by one.
 //
-// The check is one of three things (InstrumentWith's Flag):
+// The check is one of two things (InstrumentWith's Flag):
 //
-//   - FlagGlobal (Instrument): it reads an exported mutable i32 global,
-//     GlobalName, and traps (unreachable) when it is non-zero.
 //   - FlagMemory: it reads word 0 of an added 1-page memory (min 1, max 1,
 //     so it never grows or moves) exported as MemoryName, and traps when it
 //     is non-zero; the host writes the word through its address from any
@@ -47,7 +44,7 @@
 // does not know, a structure it cannot follow, an instruction that could
 // block where no check runs (memory.atomic.wait, FlagMemory and
 // FlagBudget), or an index of the kind it adds beyond the module's own (a
-// global index in FlagGlobal and FlagBudget modes; a memory index in an
+// global index in FlagBudget mode; a memory index in an
 // instruction, a data segment or an export in FlagMemory mode), which the
 // original module could not have used but which would reach the added flag
 // after the rewrite, is an error, never a silently wrong module. (No
@@ -65,29 +62,26 @@ import (
 	"fmt"
 )
 
-// GlobalName is the export name of the interrupt flag in FlagGlobal mode.
-const GlobalName = "wasmprov_interrupt"
-
 // FormatVersion names the instrumenter's output format. Hosts that cache
-// instrumented modules key the cache by it: bump it whenever Instrument's
+// instrumented modules key the cache by it: bump it whenever InstrumentWith's
 // output for some input changes (the golden tests pin the bytes, so such a
 // change fails them first).
 const FormatVersion = 3
 
 // MemoryName is the export name of the interrupt flag's memory in
-// FlagMemory mode. It may equal GlobalName: a module gets one or the other.
+// FlagMemory mode. Both modes refuse a module that already exports it.
 const MemoryName = "wasmprov_interrupt"
 
 // Flag says where the instrumented checks read the interrupt flag.
 type Flag int
 
+// The values are those of the first format (FlagMemory 1, FlagBudget 2):
+// hosts may have cached rewrites under them.
 const (
-	// FlagGlobal: an exported mutable i32 global named GlobalName (wazero).
-	FlagGlobal Flag = iota
 	// FlagMemory: word 0 of an added 1-page memory (min 1, max 1) exported
 	// as MemoryName (engines that cannot set a global from another thread:
 	// wasmtime).
-	FlagMemory
+	FlagMemory Flag = iota + 1
 	// FlagBudget: a private mutable i32 global from which every check
 	// subtracts the work it guards; once spent it is reset to Budget and
 	// the guest calls the imported YieldModule.YieldName, which the host
@@ -110,7 +104,7 @@ const (
 	Budget = 1 << 19
 )
 
-// ErrUnsupported wraps every reason Instrument refuses a module.
+// ErrUnsupported wraps every reason InstrumentWith refuses a module.
 var ErrUnsupported = errors.New("cannot instrument module for interruption")
 
 const (
@@ -145,9 +139,6 @@ type section struct {
 	id   byte
 	body []byte
 }
-
-// Instrument returns the module instrumented in FlagGlobal mode.
-func Instrument(wasm []byte) ([]byte, error) { return InstrumentWith(wasm, FlagGlobal) }
 
 // addition is the items the rewrite appends to a section's vector,
 // creating the section in its place if the module has none.
@@ -207,7 +198,7 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 			panic(r)
 		}
 	}()
-	if f != FlagGlobal && f != FlagMemory && f != FlagBudget {
+	if f != FlagMemory && f != FlagBudget {
 		fail(fmt.Sprintf("unknown flag kind %d", f))
 	}
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 || wasm[5] != 0 || wasm[6] != 0 || wasm[7] != 0 {
@@ -222,12 +213,11 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 	}
 	var imported imports
 	var types, definedGlobals, definedMemories uint32
-	var funcTypes []uint32 // FlagMemory, FlagBudget
+	var funcTypes []uint32
 	var sigs []sig
-	placed := f == FlagMemory || f == FlagBudget
 	have := map[byte]bool{}
 	for _, s := range secs {
-		if placed && s.id != secCustom && have[s.id] {
+		if s.id != secCustom && have[s.id] {
 			// One count per section: a second would shift the added
 			// indices under the first, or the types under the functions.
 			fail(fmt.Sprintf("repeated section %d", s.id))
@@ -235,14 +225,10 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 		have[s.id] = true
 		switch s.id {
 		case secType:
-			if placed { // FlagGlobal never reads it
-				sigs = funcTypeInfo(s.body)
-				types = uint32(len(sigs))
-			}
+			sigs = funcTypeInfo(s.body)
+			types = uint32(len(sigs))
 		case secFunction:
-			if placed {
-				funcTypes = readU32Vec(s.body)
-			}
+			funcTypes = readU32Vec(s.body)
 		case secTable:
 			if f == FlagBudget && hasLimits64(s.id, s.body) {
 				fail("64-bit table indices")
@@ -252,7 +238,7 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 		case secGlobal:
 			definedGlobals = (&reader{b: s.body}).u32()
 		case secMemory:
-			if f == FlagMemory { // FlagGlobal never read it
+			if f == FlagMemory {
 				definedMemories = (&reader{b: s.body}).u32()
 			}
 			if f == FlagBudget && hasLimits64(s.id, s.body) {
@@ -267,20 +253,12 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 	var w rewriter
 	var adds []addition
 	switch f {
-	case FlagGlobal:
-		g := imported.globals + definedGlobals
-		w = rewriter{globals: uint64(g), memories: noLimit}
-		w.check = append(append([]byte{0x23}, leb(uint64(g))...), 0x04, 0x40, 0x00, 0x0b)
-		adds = []addition{
-			{secGlobal, [][]byte{{0x7f, 0x01, 0x41, 0x00, 0x0b}}}, // (mut i32) (i32.const 0)
-			{secExport, [][]byte{exportEntry(GlobalName, kindGlobal, g)}},
-		}
 	case FlagMemory:
 		m := uint64(imported.memories) + uint64(definedMemories)
 		if m >= noLimit {
 			fail("too many memories")
 		}
-		w = rewriter{globals: noLimit, memories: m, placed: true}
+		w = rewriter{globals: noLimit, memories: m}
 		w.check = memoryCheck(uint32(m))
 		adds = []addition{
 			{secMemory, [][]byte{{0x01, 0x01, 0x01}}}, // limits min 1 max 1
@@ -305,7 +283,7 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 		if o.stack < 1 {
 			fail("stack limit below 1")
 		}
-		w = rewriter{globals: g, memories: noLimit, remap: true, placed: true, yield: imported.funcs, budget: budget,
+		w = rewriter{globals: g, memories: noLimit, remap: true, yield: imported.funcs, budget: budget,
 			depth: true, stack: uint32(g) + 1, stackLimit: o.stack}
 		yield := append(append(append(leb(uint64(len(YieldModule))), YieldModule...), leb(uint64(len(YieldName)))...), YieldName...)
 		wrap := wrapTypes(sigs, types+1)
@@ -328,15 +306,13 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 		w.funcTypes = append(imported.funcTypes[:len(imported.funcTypes):len(imported.funcTypes)], funcTypes...)
 	}
 
-	if placed {
-		w.params = make([]uint32, len(funcTypes))
-		w.results = make([][]byte, len(funcTypes))
-		for i, t := range funcTypes {
-			if uint64(t) >= uint64(len(sigs)) {
-				fail(fmt.Sprintf("type index %d out of range", t))
-			}
-			w.params[i], w.results[i] = sigs[t].params, sigs[t].bt
+	w.params = make([]uint32, len(funcTypes))
+	w.results = make([][]byte, len(funcTypes))
+	for i, t := range funcTypes {
+		if uint64(t) >= uint64(len(sigs)) {
+			fail(fmt.Sprintf("type index %d out of range", t))
 		}
+		w.params[i], w.results[i] = sigs[t].params, sigs[t].bt
 	}
 	w.place.w = &w
 	var outSecs []section
@@ -536,14 +512,11 @@ func countImports(body []byte) imports {
 	return n
 }
 
-// checkExportName refuses a module that already exports the flag's name
-// (FlagBudget: StackName, or GlobalName).
+// checkExportName refuses a module that already exports MemoryName (both
+// modes) or, in FlagBudget mode, StackName.
 func checkExportName(body []byte, f Flag) {
-	name, other := GlobalName, GlobalName // FlagGlobal's export
-	switch f {
-	case FlagMemory:
-		name, other = MemoryName, MemoryName
-	case FlagBudget:
+	name, other := MemoryName, MemoryName
+	if f == FlagBudget {
 		other = StackName
 	}
 	r := &reader{b: body}
@@ -606,12 +579,9 @@ func (w *rewriter) constExpr(r *reader) {
 // used by the original module, but would reach the added flag after the
 // rewrite.
 type rewriter struct {
-	// check: FlagGlobal's and FlagMemory's check (FlagBudget's depends
-	// on what it charges: appendCheck).
+	// check: FlagMemory's check (FlagBudget's depends on what it
+	// charges: appendCheck).
 	check []byte
-	// placed: the checks are placed by the analysis of place.go
-	// (FlagMemory, FlagBudget), not at entries and loop headers.
-	placed bool
 	// charge (FlagBudget): the code after a bulk instruction, which
 	// charges its length (in bulkLocal) to the budget.
 	charge []byte
@@ -627,9 +597,9 @@ type rewriter struct {
 	// checks inserted before them. curOrds: the function being copied.
 	ords    [][]uint32
 	curOrds []uint32
-	// place: the check placement (FlagMemory, FlagBudget).
+	// place: the check placement.
 	place placer
-	// results (FlagMemory, FlagBudget): each defined function's result
+	// results: each defined function's result
 	// block type (nil for several results).
 	results [][]byte
 	// params: each defined function's parameter count.
@@ -668,16 +638,16 @@ func (w *rewriter) memory(idx uint32) {
 func (w *rewriter) memArg(r *reader) {
 	flags, mem := r.memArg()
 	// Flags from bit 7 up are no encoding the rewriter knows; they are
-	// only refused when memory indices matter, to leave FlagGlobal as it was.
+	// only refused when memory indices matter (FlagMemory): FlagBudget
+	// copies them as they are, as it always has.
 	if flags >= 0x80 && w.memories != noLimit {
 		fail(fmt.Sprintf("unknown memarg flags 0x%x", flags))
 	}
 	w.memory(mem)
 }
 
-// instrumentCode rewrites the code section: FlagGlobal puts the check at
-// each function's entry and after each loop's block type; FlagMemory and
-// FlagBudget place it as place.go says.
+// instrumentCode rewrites the code section, placing the checks as place.go
+// says.
 func (w *rewriter) instrumentCode(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
@@ -696,45 +666,18 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 			locals += uint64(fr.u32())
 			v128 = fr.valType() == 0x7b || v128
 		}
-		switch {
-		case w.remap:
+		if w.remap {
 			fn = w.instrumentBudgetFunction(d, fr, groups, groupsEnd, locals, v128, fn)
-		case w.placed:
+		} else {
 			if d >= len(w.results) {
 				fail("more function bodies than functions")
 			}
 			w.place.placeFunction(fr.b[fr.pos:], w.results[d])
 			fn = append(fn, fr.b[:fr.pos]...)
 			fn = w.place.emit(fr.b[fr.pos:], fn)
-		default:
-			fn = append(fn, fr.b[:fr.pos]...)
-			fn = append(fn, w.check...)
-			fn = w.copyInstructions(fr, fn)
 		}
 		out = append(out, leb(uint64(len(fn)))...)
 		out = append(out, fn...)
-	}
-	return out
-}
-
-// copyInstructions copies a function's expression, adding check after each
-// loop header (FlagGlobal).
-func (w *rewriter) copyInstructions(r *reader, out []byte) []byte {
-	for !r.done() {
-		start := r.pos
-		op := r.byte()
-		switch {
-		case op == 0x03: // loop bt
-			r.blockType()
-			out = append(out, r.b[start:r.pos]...)
-			out = append(out, w.check...)
-			continue
-		case op == 0x23 || op == 0x24: // global.get / global.set
-			w.global(r.u32())
-		default:
-			w.immediates(r, op)
-		}
-		out = append(out, r.b[start:r.pos]...)
 	}
 	return out
 }
