@@ -3,6 +3,8 @@ package interrupt
 import (
 	"fmt"
 	"sort"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // FlagBudget's rewrite: the yield import takes function index Y (the
@@ -42,22 +44,22 @@ func (w *rewriter) appendCheck(out []byte, charge uint32, stack bool) []byte {
 		return append(out, w.check...)
 	}
 	g := uint64(w.globals)
-	out = appendLEB(append(out, 0x23), g)
-	out = appendSLEB(append(out, 0x41), int64(charge))
-	out = appendLEB(append(out, 0x6b, 0x24), g)
-	out = appendLEB(append(out, 0x23), g)
+	out = wasmbin.AppendUint64(append(out, 0x23), g)
+	out = wasmbin.AppendInt64(append(out, 0x41), int64(charge))
+	out = wasmbin.AppendUint64(append(out, 0x6b, 0x24), g)
+	out = wasmbin.AppendUint64(append(out, 0x23), g)
 	if stack {
 		out = append(out, 0x41, 0x01, 0x6b) // i32.const 1; i32.sub
-		out = appendLEB(append(out, 0x23), uint64(w.stack))
+		out = wasmbin.AppendUint64(append(out, 0x23), uint64(w.stack))
 		out = append(out, 0x72, 0x41, 0x00, 0x48, 0x04, 0x40) // i32.or; i32.const 0; i32.lt_s; if
-		out = appendLEB(append(out, 0x23), uint64(w.stack))
+		out = wasmbin.AppendUint64(append(out, 0x23), uint64(w.stack))
 		out = append(out, 0x41, 0x00, 0x48, 0x04, 0x40, 0x00, 0x0b, 0x41) // i32.const 0; i32.lt_s; if unreachable end; i32.const
 	} else {
 		out = append(out, 0x41, 0x01, 0x48, 0x04, 0x40, 0x41) // i32.const 1; i32.lt_s; if; i32.const
 	}
-	out = appendSLEB(out, int64(w.budget))
-	out = appendLEB(append(out, 0x24), g)
-	out = appendLEB(append(out, 0x10), uint64(w.yield))
+	out = wasmbin.AppendInt64(out, int64(w.budget))
+	out = wasmbin.AppendUint64(append(out, 0x24), g)
+	out = wasmbin.AppendUint64(append(out, 0x10), uint64(w.yield))
 	return append(out, 0x0b)
 }
 
@@ -204,7 +206,7 @@ func bulk(sub uint32) bool {
 // The budget is at least 1 before it and the charge at most 2^29, so it
 // never wraps; the check after it yields if the budget is spent.
 func bulkCharge(g, l uint32) []byte {
-	gi, li := leb(uint64(g)), leb(uint64(l))
+	gi, li := wasmbin.AppendUint64(nil, uint64(g)), wasmbin.AppendUint64(nil, uint64(l))
 	c := append([]byte{0x23}, gi...)
 	c = append(append(c, 0x20), li...)
 	c = append(c, 0x41, bulkShift, 0x76, 0x6b, 0x24)
@@ -243,7 +245,7 @@ func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, gr
 		if p.saved >= 0 {
 			k = 2 // the first is the bulk local, used or not
 		}
-		fn = append(fn, leb(uint64(groups)+1)...)
+		fn = wasmbin.AppendUint64(fn, uint64(groups)+1)
 		fn = append(fn, fr.b[groupsEnd:localsEnd]...)
 		fn = append(fn, k, 0x7f) // (local i32) or (local i32 i32)
 	} else {
@@ -278,7 +280,7 @@ func (w *rewriter) remapSection(id byte, body []byte) []byte {
 		return w.remapExports(body)
 	case secStart:
 		r := &reader{b: body}
-		out := leb(uint64(w.fn(r.u32())))
+		out := wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))
 		end(r)
 		return out
 	case secElement:
@@ -300,7 +302,7 @@ func (w *rewriter) copyConstExpr(r *reader, out []byte) []byte {
 			return append(out, op)
 		case op == 0xd2: // ref.func
 			out = append(out, op)
-			out = append(out, leb(uint64(w.fn(r.u32())))...)
+			out = append(out, wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))...)
 			continue
 		case op == 0x23 || op == 0x24:
 			w.global(r.u32())
@@ -316,7 +318,7 @@ func (w *rewriter) copyConstExpr(r *reader, out []byte) []byte {
 func (w *rewriter) remapTables(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := leb(uint64(n))
+	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
 		start := r.pos
 		withInit := !r.done() && r.b[r.pos] == 0x40
@@ -340,7 +342,7 @@ func (w *rewriter) remapTables(body []byte) []byte {
 func (w *rewriter) remapGlobals(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := leb(uint64(n))
+	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
 		start := r.pos
 		r.valType()
@@ -355,7 +357,7 @@ func (w *rewriter) remapGlobals(body []byte) []byte {
 func (w *rewriter) remapExports(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := leb(uint64(n))
+	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
 		start := r.pos
 		r.name()
@@ -368,7 +370,7 @@ func (w *rewriter) remapExports(body []byte) []byte {
 		case kindGlobal:
 			w.global(idx) // it would export the budget
 		}
-		out = append(out, leb(uint64(idx))...)
+		out = wasmbin.AppendUint64(out, uint64(idx))
 	}
 	end(r)
 	return out
@@ -380,7 +382,7 @@ func (w *rewriter) remapExports(body []byte) []byte {
 func (w *rewriter) remapElements(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := leb(uint64(n))
+	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
 		start := r.pos
 		flags := r.u32()
@@ -406,10 +408,10 @@ func (w *rewriter) remapElements(body []byte) []byte {
 			out = append(out, r.b[start:r.pos]...)
 		}
 		k := r.u32()
-		out = append(out, leb(uint64(k))...)
+		out = wasmbin.AppendUint64(out, uint64(k))
 		for ; k > 0; k-- {
 			if flags&4 == 0 {
-				out = append(out, leb(uint64(w.fn(r.u32())))...)
+				out = append(out, wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))...)
 			} else {
 				out = w.copyConstExpr(r, out)
 			}
@@ -424,7 +426,7 @@ func (w *rewriter) remapElements(body []byte) []byte {
 func (w *rewriter) remapData(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := leb(uint64(n))
+	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
 		start := r.pos
 		switch flags := r.u32(); flags {
@@ -517,7 +519,7 @@ func (w *rewriter) remapNames(body []byte) (out []byte, ok bool) {
 		}
 		end(sub)
 		out = append(out, id)
-		out = append(out, leb(uint64(len(b)))...)
+		out = wasmbin.AppendUint64(out, uint64(len(b)))
 		out = append(out, b...)
 	}
 	return out, true
@@ -528,13 +530,13 @@ func (w *rewriter) remapNames(body []byte) (out []byte, ok bool) {
 // stays sorted.
 func appendNameMap(out []byte, r *reader, idx func(uint32) uint32) []byte {
 	n := r.u32()
-	out = append(out, leb(uint64(n))...)
+	out = wasmbin.AppendUint64(out, uint64(n))
 	for ; n > 0; n-- {
 		i := r.u32()
 		if idx != nil {
 			i = idx(i)
 		}
-		out = append(out, leb(uint64(i))...)
+		out = wasmbin.AppendUint64(out, uint64(i))
 		start := r.pos
 		r.name()
 		out = append(out, r.b[start:r.pos]...)
@@ -546,10 +548,10 @@ func appendNameMap(out []byte, r *reader, idx func(uint32) uint32) []byte {
 // index, mapping each inner map's indices with inner(f).
 func (w *rewriter) appendIndirectNameMap(out []byte, r *reader, inner func(f uint32) func(uint32) uint32) []byte {
 	n := r.u32()
-	out = append(out, leb(uint64(n))...)
+	out = wasmbin.AppendUint64(out, uint64(n))
 	for ; n > 0; n-- {
 		f := r.u32()
-		out = append(out, leb(uint64(w.fn(f)))...)
+		out = wasmbin.AppendUint64(out, uint64(w.fn(f)))
 		out = appendNameMap(out, r, inner(f))
 	}
 	return out
@@ -571,18 +573,5 @@ func (w *rewriter) labelIndex(f uint32) func(uint32) uint32 {
 			fail("label index out of range")
 		}
 		return uint32(k)
-	}
-}
-
-// sleb is v in signed LEB128.
-func sleb(v int64) []byte {
-	var out []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(out, c)
-		}
-		out = append(out, c|0x80)
 	}
 }

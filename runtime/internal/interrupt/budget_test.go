@@ -18,6 +18,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // ---- FlagBudget ----
@@ -30,9 +32,9 @@ import (
 //	  i32.const 524288; global.set g; call y
 //	end
 func wantBudgetCheck(g, y, w uint32) []byte {
-	x := leb(uint64(g))
-	return cat([]byte{0x23}, x, []byte{0x41}, sleb(int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
-		[]byte{0x41, 0x01, 0x48, 0x04, 0x40, 0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
+	x := wasmbin.AppendUint64(nil, uint64(g))
+	return cat([]byte{0x23}, x, []byte{0x41}, wasmbin.AppendInt64(nil, int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
+		[]byte{0x41, 0x01, 0x48, 0x04, 0x40, 0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, wasmbin.AppendUint64(nil, uint64(y)), []byte{0x0b})
 }
 
 // wantStackEnter spells out a counted function's entry taking e bytes from
@@ -40,8 +42,8 @@ func wantBudgetCheck(g, y, w uint32) []byte {
 //
 //	global.get g; i32.const e; i32.sub; global.set g
 func wantStackEnter(g uint32, e int64) []byte {
-	x := leb(uint64(g))
-	return cat([]byte{0x23}, x, []byte{0x41}, sleb(e), []byte{0x6b, 0x24}, x)
+	x := wasmbin.AppendUint64(nil, uint64(g))
+	return cat([]byte{0x23}, x, []byte{0x41}, wasmbin.AppendInt64(nil, e), []byte{0x6b, 0x24}, x)
 }
 
 // wantStackCheck spells out the first check of a counted function, for
@@ -53,25 +55,27 @@ func wantStackEnter(g uint32, e int64) []byte {
 //	  i32.const 524288; global.set g; call y
 //	end
 func wantStackCheck(g, y, s, w uint32) []byte {
-	x, z := leb(uint64(g)), leb(uint64(s))
-	return cat([]byte{0x23}, x, []byte{0x41}, sleb(int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
+	x, z := wasmbin.AppendUint64(nil, uint64(g)), wasmbin.AppendUint64(nil, uint64(s))
+	return cat([]byte{0x23}, x, []byte{0x41}, wasmbin.AppendInt64(nil, int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
 		[]byte{0x41, 1, 0x6b, 0x23}, z, []byte{0x72, 0x41, 0, 0x48, 0x04, 0x40, 0x23}, z, []byte{0x41, 0, 0x48, 0x04, 0x40, 0x00, 0x0b},
-		[]byte{0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
+		[]byte{0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, wasmbin.AppendUint64(nil, uint64(y)), []byte{0x0b})
 }
 
 // wantStackExit: global.get g; i32.const e; i32.add; global.set g.
 func wantStackExit(g uint32, e int64) []byte {
-	x := leb(uint64(g))
-	return cat([]byte{0x23}, x, []byte{0x41}, sleb(e), []byte{0x6a, 0x24}, x)
+	x := wasmbin.AppendUint64(nil, uint64(g))
+	return cat([]byte{0x23}, x, []byte{0x41}, wasmbin.AppendInt64(nil, e), []byte{0x6a, 0x24}, x)
 }
 
 // wantStackGlobal is the stack counter's global: (mut i32) (i32.const
 // StackLimit).
-func wantStackGlobal() []byte { return cat([]byte{0x7f, 0x01, 0x41}, sleb(StackLimit), []byte{0x0b}) }
+func wantStackGlobal() []byte {
+	return cat([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, StackLimit), []byte{0x0b})
+}
 
 // wantStackExport is the export of global g as StackName.
 func wantStackExport(g uint32) []byte {
-	return cat([]byte{byte(len(StackName))}, []byte(StackName), []byte{0x03}, leb(uint64(g)))
+	return cat([]byte{byte(len(StackName))}, []byte(StackName), []byte{0x03}, wasmbin.AppendUint64(nil, uint64(g)))
 }
 
 // wantBudgetLines is the check as wasm2wat --no-debug-names prints it; "*"
@@ -83,9 +87,9 @@ func wantBudgetLines(g, y uint32) []string {
 
 // yieldImport is the import entry FlagBudget appends, with type t.
 func yieldImport(t uint32) []byte {
-	e := append(leb(uint64(len(YieldModule))), YieldModule...)
-	e = append(append(e, leb(uint64(len(YieldName)))...), YieldName...)
-	return append(append(e, 0x00), leb(uint64(t))...)
+	e := append(wasmbin.AppendUint64(nil, uint64(len(YieldModule))), YieldModule...)
+	e = append(wasmbin.AppendUint64(e, uint64(len(YieldName))), YieldName...)
+	return append(append(e, 0x00), wasmbin.AppendUint64(nil, uint64(t))...)
 }
 
 // budgetFixtures: the package's fixtures, the runtime's ABI fixtures and
@@ -236,7 +240,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			if n := r.u32(); n != f.definedGlobals+2 {
 				tb.Fatalf("%d globals defined, want %d", n, f.definedGlobals+2)
 			}
-			if !bytes.HasSuffix(s.body, cat([]byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b, 0x7f, 0x01, 0x41}, sleb(StackLimit), []byte{0x0b})) {
+			if !bytes.HasSuffix(s.body, cat([]byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b, 0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, StackLimit), []byte{0x0b})) {
 				tb.Fatalf("the last globals are not (mut i32) (i32.const %d) (mut i32) (i32.const %d): % x", Budget, StackLimit, s.body)
 			}
 		case secExport:
@@ -644,7 +648,7 @@ func TestInstrumentBudgetOtherIndices(t *testing.T) {
 //
 //	global.get g; local.get l; i32.const 3; i32.shr_u; i32.sub; global.set g
 func wantBulkCharge(g, l uint32) []byte {
-	x, y := leb(uint64(g)), leb(uint64(l))
+	x, y := wasmbin.AppendUint64(nil, uint64(g)), wasmbin.AppendUint64(nil, uint64(l))
 	return bytes.Join([][]byte{{0x23}, x, {0x20}, y, {0x41, 3, 0x76, 0x6b, 0x24}, x}, nil)
 }
 
@@ -723,7 +727,7 @@ func TestInstrumentBudgetBulk(t *testing.T) {
 	}
 	want0 = append(want0, 0xfc, 9, 0, 0x0b)
 	want1 := cat([]byte{0, 0x3f, 0, 0x1a}, wantBudgetCheck(0, 0, 394), []byte{0x0b})
-	wantCode := append(append(append(append([]byte{2}, leb(uint64(len(want0)))...), want0...), byte(len(want1))), want1...)
+	wantCode := append(append(append(append([]byte{2}, wasmbin.AppendUint64(nil, uint64(len(want0)))...), want0...), byte(len(want1))), want1...)
 	if !bytes.Contains(out, encoded(sec(10, wantCode...))) {
 		t.Fatalf("code section:\n got % x\nwant % x", out, encoded(sec(10, wantCode...)))
 	}
@@ -755,7 +759,7 @@ func nameSection(subs ...[]byte) []byte {
 	body := append([]byte{4}, "name"...)
 	for _, s := range subs {
 		body = append(body, s[0])
-		body = append(body, leb(uint64(len(s)-1))...)
+		body = wasmbin.AppendUint64(body, uint64(len(s)-1))
 		body = append(body, s[1:]...)
 	}
 	return sec(0, body...)
@@ -763,7 +767,7 @@ func nameSection(subs ...[]byte) []byte {
 
 // encoded is a section from sec as it appears in a module: id, size, body.
 func encoded(s []byte) []byte {
-	return append(append([]byte{s[0]}, leb(uint64(len(s)-1))...), s[1:]...)
+	return append(append([]byte{s[0]}, wasmbin.AppendUint64(nil, uint64(len(s)-1))...), s[1:]...)
 }
 
 // TestInstrumentBudgetNames: the name section's function, local and label

@@ -60,6 +60,8 @@ package interrupt
 import (
 	"errors"
 	"fmt"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // FormatVersion names the instrumenter's output format. Hosts that cache
@@ -149,7 +151,7 @@ type addition struct {
 
 // vec is the section of the items alone.
 func (a addition) vec() []byte {
-	out := leb(uint64(len(a.items)))
+	out := wasmbin.AppendUint64(nil, uint64(len(a.items)))
 	for _, it := range a.items {
 		out = append(out, it...)
 	}
@@ -285,16 +287,16 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 		}
 		w = rewriter{globals: g, memories: noLimit, remap: true, yield: imported.funcs, budget: budget,
 			depth: true, stack: uint32(g) + 1, stackLimit: o.stack}
-		yield := append(append(append(leb(uint64(len(YieldModule))), YieldModule...), leb(uint64(len(YieldName)))...), YieldName...)
+		yield := append(append(append(wasmbin.AppendUint64(nil, uint64(len(YieldModule))), YieldModule...), wasmbin.AppendUint64(nil, uint64(len(YieldName)))...), YieldName...)
 		wrap := wrapTypes(sigs, types+1)
 		if uint64(types)+1+uint64(len(wrap.items)) >= noLimit {
 			fail("too many types")
 		}
 		adds = []addition{
-			{secType, append([][]byte{{0x60, 0x00, 0x00}}, wrap.items...)},            // (func), then the wraps' types
-			{secImport, [][]byte{append(append(yield, 0x00), leb(uint64(types))...)}}, // (import YieldModule YieldName (func (type T)))
-			{secGlobal, [][]byte{append(append([]byte{0x7f, 0x01, 0x41}, sleb(int64(budget))...), 0x0b), // (mut i32) (i32.const Budget)
-				append(append([]byte{0x7f, 0x01, 0x41}, sleb(int64(o.stack))...), 0x0b)}}, // (mut i32) (i32.const StackLimit)
+			{secType, append([][]byte{{0x60, 0x00, 0x00}}, wrap.items...)},                                  // (func), then the wraps' types
+			{secImport, [][]byte{append(append(yield, 0x00), wasmbin.AppendUint64(nil, uint64(types))...)}}, // (import YieldModule YieldName (func (type T)))
+			{secGlobal, [][]byte{append(append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, int64(budget))...), 0x0b), // (mut i32) (i32.const Budget)
+				append(append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, int64(o.stack))...), 0x0b)}}, // (mut i32) (i32.const StackLimit)
 			{secExport, [][]byte{exportEntry(StackName, kindGlobal, uint32(g)+1)}},
 		}
 		for i := range sigs {
@@ -360,7 +362,7 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 	out = append(make([]byte, 0, len(wasm)+len(wasm)/8), wasm[:8]...)
 	for _, s := range outSecs {
 		out = append(out, s.id)
-		out = append(out, leb(uint64(len(s.body)))...)
+		out = wasmbin.AppendUint64(out, uint64(len(s.body)))
 		out = append(out, s.body...)
 	}
 	return out, report{stats: w.place.stats, frames: w.frames}, nil
@@ -434,14 +436,14 @@ func memoryCheck(m uint32) []byte {
 		check = append(check, 0x02)
 	} else {
 		check = append(check, 0x02|0x40)
-		check = append(check, leb(uint64(m))...)
+		check = wasmbin.AppendUint64(check, uint64(m))
 	}
 	return append(check, 0x00, 0x04, 0x40, 0x00, 0x0b)
 }
 
 func exportEntry(name string, kind byte, idx uint32) []byte {
-	e := append(append(leb(uint64(len(name))), name...), kind)
-	return append(e, leb(uint64(idx))...)
+	e := append(append(wasmbin.AppendUint64(nil, uint64(len(name))), name...), kind)
+	return wasmbin.AppendUint64(e, uint64(idx))
 }
 
 // after reports whether a section with id must follow section want in the
@@ -461,7 +463,7 @@ func after(id, want byte) bool {
 func appendToVec(body []byte, items ...[]byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := leb(uint64(n) + uint64(len(items)))
+	out := wasmbin.AppendUint64(nil, uint64(n)+uint64(len(items)))
 	out = append(out, body[r.pos:]...)
 	for _, it := range items {
 		out = append(out, it...)
@@ -651,7 +653,7 @@ func (w *rewriter) memArg(r *reader) {
 func (w *rewriter) instrumentCode(body []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := append(make([]byte, 0, len(body)+len(body)/8), leb(uint64(n))...)
+	out := append(make([]byte, 0, len(body)+len(body)/8), wasmbin.AppendUint64(nil, uint64(n))...)
 	var fn []byte
 	for d := 0; n > 0; n, d = n-1, d+1 {
 		size := r.u32()
@@ -676,7 +678,7 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 			fn = append(fn, fr.b[:fr.pos]...)
 			fn = w.place.emit(fr.b[fr.pos:], fn)
 		}
-		out = append(out, leb(uint64(len(fn)))...)
+		out = wasmbin.AppendUint64(out, uint64(len(fn)))
 		out = append(out, fn...)
 	}
 	return out
@@ -917,18 +919,5 @@ func (r *reader) blockType() {
 		r.valType()
 	default:
 		r.s64() // a type index as s33
-	}
-}
-
-func leb(v uint64) []byte {
-	var out []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			out = append(out, c|0x80)
-			continue
-		}
-		return append(out, c)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"unsafe"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 func fixtures(tb testing.TB) map[string][]byte {
@@ -152,7 +154,7 @@ func wantMemoryCheck(m uint32) []byte {
 	if m == 0 {
 		return []byte{0x41, 0x00, 0x28, 0x02, 0x00, 0x04, 0x40, 0x00, 0x0b}
 	}
-	return append(append([]byte{0x41, 0x00, 0x28, 0x42}, leb(uint64(m))...), 0x00, 0x04, 0x40, 0x00, 0x0b)
+	return append(append([]byte{0x41, 0x00, 0x28, 0x42}, wasmbin.AppendUint64(nil, uint64(m))...), 0x00, 0x04, 0x40, 0x00, 0x0b)
 }
 
 // rawSections splits a module into its sections, in order.
@@ -389,7 +391,7 @@ func mod(secs ...[]byte) []byte {
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	for _, s := range secs {
 		out = append(out, s[0])
-		out = append(out, leb(uint64(len(s)-1))...)
+		out = wasmbin.AppendUint64(out, uint64(len(s)-1))
 		out = append(out, s[1:]...)
 	}
 	return out
@@ -418,14 +420,14 @@ func funcModule(imported, defined int, code ...byte) []byte {
 		secs = append(secs, sec(5, mem...))
 	}
 	body := append(append([]byte{0}, code...), 0x0b)
-	secs = append(secs, sec(10, append(append([]byte{1}, leb(uint64(len(body)))...), body...)...))
+	secs = append(secs, sec(10, append(append([]byte{1}, wasmbin.AppendUint64(nil, uint64(len(body)))...), body...)...))
 	return mod(secs...)
 }
 
 // memoryOps: code that names memory index idx, for every kind of
 // instruction that names a memory. Each leaves the stack empty.
 func memoryOps(idx uint32) map[string][]byte {
-	x := leb(uint64(idx))
+	x := wasmbin.AppendUint64(nil, uint64(idx))
 	memarg := func(align byte) []byte { // explicit index, offset 0
 		if idx == 0 {
 			return []byte{align, 0}

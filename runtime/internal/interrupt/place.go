@@ -1,6 +1,10 @@
 package interrupt
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+)
 
 // Check placement (FlagMemory and FlagBudget).
 //
@@ -977,7 +981,7 @@ func (p *placer) emit(code []byte, out []byte) []byte {
 			}
 		case editReturn:
 			if p.wrapped && (e.flag || p.counted) {
-				out = appendLEB(append(out, 0x0c), uint64(e.w))
+				out = wasmbin.AppendUint64(append(out, 0x0c), uint64(e.w))
 			} else {
 				out = append(out, 0x0f)
 			}
@@ -989,13 +993,13 @@ func (p *placer) emit(code []byte, out []byte) []byte {
 			}
 		case editTee:
 			out = append(out, 0x22)
-			out = appendLEB(out, uint64(w.bulkLocal))
+			out = wasmbin.AppendUint64(out, uint64(w.bulkLocal))
 		case editBulk:
 			out = append(out, w.charge...)
 			out = w.appendCheck(out, e.w, e.first && p.counted)
 			label = true
 		case editFunc:
-			out = appendLEB(out, uint64(e.w))
+			out = wasmbin.AppendUint64(out, uint64(e.w))
 		case editStackEnter:
 			if p.counted {
 				out = appendStackEnter(out, w.stack, p.frame, p.saved)
@@ -1017,26 +1021,4 @@ func (p *placer) emit(code []byte, out []byte) []byte {
 		}
 	}
 	return append(out, code[last:]...)
-}
-
-func appendLEB(out []byte, v uint64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 {
-			return append(out, c)
-		}
-		out = append(out, c|0x80)
-	}
-}
-
-func appendSLEB(out []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(out, c)
-		}
-		out = append(out, c|0x80)
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // Hostile shapes: modules whose work between two loop headers or function
@@ -62,8 +64,8 @@ type shapeModule struct {
 
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
-func u(v uint64) []byte  { return leb(v) }
-func s64(v int64) []byte { return sleb(v) }
+func u(v uint64) []byte  { return wasmbin.AppendUint64(nil, v) }
+func s64(v int64) []byte { return wasmbin.AppendInt64(nil, v) }
 
 func localGet(i uint32) []byte  { return cat([]byte{0x20}, u(uint64(i))) }
 func localSet(i uint32) []byte  { return cat([]byte{0x21}, u(uint64(i))) }
@@ -398,7 +400,7 @@ func stackCode(ins []instr, s uint32) int {
 func countCode(body []byte, g uint32, inc []byte) []byte {
 	r := &reader{b: body}
 	n := r.u32()
-	out := leb(uint64(n))
+	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
 		fr := &reader{b: r.bytes(int(r.u32()))}
 		for l := fr.u32(); l > 0; l-- {
@@ -440,7 +442,7 @@ func countCode(body []byte, g uint32, inc []byte) []byte {
 			}
 			fn = append(fn, fr.b[in.start:in.end]...)
 		}
-		out = append(out, leb(uint64(len(fn)))...)
+		out = wasmbin.AppendUint64(out, uint64(len(fn)))
 		out = append(out, fn...)
 	}
 	return out

@@ -1,5 +1,7 @@
 package interrupt
 
+import "github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+
 // The stack bound (FlagBudget).
 //
 // wazero gives each call of an exported function a call stack of its own, a
@@ -144,8 +146,8 @@ func wrapTypes(sigs []sig, first uint32) wrapTypeSet {
 		}
 		bt, ok := seen[string(s.res)]
 		if !ok {
-			bt = sleb(int64(first) + int64(len(ws.items)))
-			item := append([]byte{0x60, 0x00}, leb(uint64(s.results))...)
+			bt = wasmbin.AppendInt64(nil, int64(first)+int64(len(ws.items)))
+			item := append([]byte{0x60, 0x00}, wasmbin.AppendUint64(nil, uint64(s.results))...)
 			ws.items = append(ws.items, append(item, s.res...))
 			seen[string(s.res)] = bt
 		}
@@ -165,13 +167,13 @@ func wrapTypes(sigs []sig, first uint32) wrapTypeSet {
 // owing its caller callSlack (place.go). A test here, a branch of its own,
 // cost a call of a small function 20% more (measured: a recursive fib).
 func appendStackEnter(out []byte, g uint32, e int32, saved int64) []byte {
-	out = appendLEB(append(out, 0x23), uint64(g))
-	out = appendSLEB(append(out, 0x41), int64(e))
+	out = wasmbin.AppendUint64(append(out, 0x23), uint64(g))
+	out = wasmbin.AppendInt64(append(out, 0x41), int64(e))
 	out = append(out, 0x6b)
 	if saved >= 0 {
-		out = appendLEB(append(out, 0x22), uint64(saved))
+		out = wasmbin.AppendUint64(append(out, 0x22), uint64(saved))
 	}
-	return appendLEB(append(out, 0x24), uint64(g))
+	return wasmbin.AppendUint64(append(out, 0x24), uint64(g))
 }
 
 // appendStackExit appends the exit of a counted function taking e bytes:
@@ -179,17 +181,17 @@ func appendStackEnter(out []byte, g uint32, e int32, saved int64) []byte {
 //	global.get g; i32.const e; i32.add; global.set g    (local.get saved first)
 func appendStackExit(out []byte, g uint32, e int32, saved int64) []byte {
 	if saved >= 0 {
-		out = appendLEB(append(out, 0x20), uint64(saved))
+		out = wasmbin.AppendUint64(append(out, 0x20), uint64(saved))
 	} else {
-		out = appendLEB(append(out, 0x23), uint64(g))
+		out = wasmbin.AppendUint64(append(out, 0x23), uint64(g))
 	}
-	out = appendSLEB(append(out, 0x41), int64(e))
+	out = wasmbin.AppendInt64(append(out, 0x41), int64(e))
 	out = append(out, 0x6a)
-	return appendLEB(append(out, 0x24), uint64(g))
+	return wasmbin.AppendUint64(append(out, 0x24), uint64(g))
 }
 
 // appendResync appends a handler's landing: local.get saved; global.set g.
 func appendResync(out []byte, g uint32, saved int64) []byte {
-	out = appendLEB(append(out, 0x20), uint64(saved))
-	return appendLEB(append(out, 0x24), uint64(g))
+	out = wasmbin.AppendUint64(append(out, 0x20), uint64(saved))
+	return wasmbin.AppendUint64(append(out, 0x24), uint64(g))
 }
