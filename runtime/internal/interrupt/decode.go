@@ -1,0 +1,190 @@
+package interrupt
+
+import (
+	"fmt"
+)
+
+const (
+	secCustom    = 0
+	secType      = 1
+	secImport    = 2
+	secFunction  = 3
+	secTable     = 4
+	secMemory    = 5
+	secGlobal    = 6
+	secExport    = 7
+	secStart     = 8
+	secElement   = 9
+	secCode      = 10
+	secData      = 11
+	secDataCount = 12
+)
+
+const (
+	kindMemory = 0x02
+	kindGlobal = 0x03
+)
+
+// limits64 is the limits flag of 64-bit memory and table indices.
+const limits64 = 0x04
+
+// noLimit is above every u32 index: the rewriter checks no index of that
+// kind.
+const noLimit = 1 << 32
+
+type section struct {
+	id   byte
+	body []byte
+}
+
+// imports counts a module's imports. yield says whether one comes from
+// YieldModule.
+type imports struct {
+	funcs, globals, memories uint32
+	// funcTypes: the type index of each imported function.
+	funcTypes []uint32
+	yield     bool
+	// limits64: a memory or table with 64-bit indices is imported.
+	limits64 bool
+}
+
+func countImports(body []byte) imports {
+	r := &reader{b: body}
+	var n imports
+	for k := r.u32(); k > 0; k-- {
+		if r.name() == YieldModule {
+			n.yield = true
+		}
+		r.name()
+		switch kind := r.byte(); kind {
+		case 0x00: // func
+			n.funcTypes = append(n.funcTypes, r.u32())
+			n.funcs++
+		case 0x01: // table
+			r.refType()
+			n.limits64 = n.limits64 || r.limits()&limits64 != 0
+		case kindMemory:
+			n.limits64 = n.limits64 || r.limits()&limits64 != 0
+			n.memories++
+		case kindGlobal:
+			r.valType()
+			r.byte()
+			n.globals++
+		case 0x04: // tag
+			r.byte()
+			r.u32()
+		default:
+			fail(fmt.Sprintf("unknown import kind %d", kind))
+		}
+	}
+	return n
+}
+
+// sig is what the rewrite needs of a function type.
+type sig struct {
+	params, results uint32
+	// bt: the block type of the results (0x40, or the one value type);
+	// nil for several (FlagBudget gives those a type of their own: see
+	// wrapTypes).
+	bt []byte
+	// res: the results' value types as encoded.
+	res []byte
+	// ints and floats: the parameters ([0]) and results ([1]) that
+	// wazero passes in integer registers (i32, i64, references) and in
+	// float registers (f32, f64, v128).
+	ints, floats [2]uint32
+	// v128: a parameter or result is a v128.
+	v128 bool
+}
+
+// funcTypeInfo returns the function types of a type section, refusing any
+// entry but a function type: a recursion group (GC) holds several types,
+// so the entries would not count the type indices.
+func funcTypeInfo(body []byte) []sig {
+	r := &reader{b: body}
+	var sigs []sig
+	for k := r.u32(); k > 0; k-- {
+		if form := r.byte(); form != 0x60 {
+			fail(fmt.Sprintf("unknown type form 0x%02x", form))
+		}
+		var s sig
+		s.params = r.u32()
+		for i := s.params; i > 0; i-- {
+			s.class(0, r.valType())
+		}
+		s.results = r.u32()
+		start := r.pos
+		for i := s.results; i > 0; i-- {
+			s.class(1, r.valType())
+		}
+		s.res = r.b[start:r.pos]
+		switch s.results {
+		case 0:
+			s.bt = []byte{0x40}
+		case 1:
+			s.bt = s.res
+		}
+		sigs = append(sigs, s)
+	}
+	end(r)
+	return sigs
+}
+
+// class counts a parameter (i 0) or result (i 1) of value type c.
+func (s *sig) class(i int, c byte) {
+	switch c {
+	case 0x7d, 0x7c: // f32 f64
+		s.floats[i]++
+	case 0x7b: // v128
+		s.floats[i]++
+		s.v128 = true
+	default:
+		s.ints[i]++
+	}
+}
+
+// readU32Vec reads a section that is a vector of u32 (the function
+// section).
+func readU32Vec(body []byte) []uint32 {
+	r := &reader{b: body}
+	var v []uint32
+	for n := r.u32(); n > 0; n-- {
+		v = append(v, r.u32())
+	}
+	end(r)
+	return v
+}
+
+// hasLimits64 reports whether a table or memory section defines a table or
+// memory with 64-bit indices: its bulk instructions take an i64 length,
+// which the i32 local that charges it cannot hold.
+func hasLimits64(id byte, body []byte) bool {
+	r := &reader{b: body}
+	for n := r.u32(); n > 0; n-- {
+		if id == secTable {
+			if !r.done() && r.b[r.pos] == 0x40 { // with an initialiser
+				r.byte()
+				r.byte()
+				r.refType()
+				if r.limits()&limits64 != 0 {
+					return true
+				}
+				w := rewriter{globals: noLimit, memories: noLimit}
+				w.constExpr(r)
+				continue
+			}
+			r.refType()
+		}
+		if r.limits()&limits64 != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// end refuses bytes after a section's content.
+func end(r *reader) {
+	if !r.done() {
+		fail("unexpected bytes at the end of a section")
+	}
+}

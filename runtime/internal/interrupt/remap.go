@@ -1,0 +1,190 @@
+package interrupt
+
+import (
+	"fmt"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+)
+
+// remapSection rewrites the function indices in a section other than the
+// code section (which instrumentCode rewrites) and the custom sections
+// (remapNameSections).
+func (w *rewriter) remapSection(id byte, body []byte) []byte {
+	switch id {
+	case secTable:
+		return w.remapTables(body)
+	case secGlobal:
+		return w.remapGlobals(body)
+	case secExport:
+		return w.remapExports(body)
+	case secStart:
+		r := &reader{b: body}
+		out := wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))
+		end(r)
+		return out
+	case secElement:
+		return w.remapElements(body)
+	case secData:
+		return w.remapData(body)
+	}
+	return body
+}
+
+// copyConstExpr copies a constant expression through its end, rewriting
+// ref.func and checking global indices.
+func (w *rewriter) copyConstExpr(r *reader, out []byte) []byte {
+	for {
+		start := r.pos
+		op := r.byte()
+		switch {
+		case op == 0x0b:
+			return append(out, op)
+		case op == 0xd2: // ref.func
+			out = append(out, op)
+			out = append(out, wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))...)
+			continue
+		case op == 0x23 || op == 0x24:
+			w.global(r.u32())
+		default:
+			w.immediates(r, op)
+		}
+		out = append(out, r.b[start:r.pos]...)
+	}
+}
+
+// remapTables: a table with an initialiser (function references: 0x40
+// 0x00 reftype limits expr) may name a function in it.
+func (w *rewriter) remapTables(body []byte) []byte {
+	r := &reader{b: body}
+	n := r.u32()
+	out := wasmbin.AppendUint64(nil, uint64(n))
+	for ; n > 0; n-- {
+		start := r.pos
+		withInit := !r.done() && r.b[r.pos] == 0x40
+		if withInit {
+			r.byte()
+			if r.byte() != 0x00 {
+				fail("unknown table encoding")
+			}
+		}
+		r.refType()
+		r.limits()
+		out = append(out, r.b[start:r.pos]...)
+		if withInit {
+			out = w.copyConstExpr(r, out)
+		}
+	}
+	end(r)
+	return out
+}
+
+func (w *rewriter) remapGlobals(body []byte) []byte {
+	r := &reader{b: body}
+	n := r.u32()
+	out := wasmbin.AppendUint64(nil, uint64(n))
+	for ; n > 0; n-- {
+		start := r.pos
+		r.valType()
+		r.byte() // mutability
+		out = append(out, r.b[start:r.pos]...)
+		out = w.copyConstExpr(r, out)
+	}
+	end(r)
+	return out
+}
+
+func (w *rewriter) remapExports(body []byte) []byte {
+	r := &reader{b: body}
+	n := r.u32()
+	out := wasmbin.AppendUint64(nil, uint64(n))
+	for ; n > 0; n-- {
+		start := r.pos
+		r.name()
+		kind := r.byte()
+		out = append(out, r.b[start:r.pos]...)
+		idx := r.u32()
+		switch kind {
+		case 0x00:
+			idx = w.fn(idx)
+		case kindGlobal:
+			w.global(idx) // it would export the budget
+		}
+		out = wasmbin.AppendUint64(out, uint64(idx))
+	}
+	end(r)
+	return out
+}
+
+// remapElements rewrites the eight forms of element segment: flags bit 0
+// passive or declarative, bit 1 an explicit table index (active) or
+// declarative, bit 2 expressions instead of function indices.
+func (w *rewriter) remapElements(body []byte) []byte {
+	r := &reader{b: body}
+	n := r.u32()
+	out := wasmbin.AppendUint64(nil, uint64(n))
+	for ; n > 0; n-- {
+		start := r.pos
+		flags := r.u32()
+		if flags > 7 {
+			fail(fmt.Sprintf("unknown element segment flags %d", flags))
+		}
+		if flags&3 == 2 { // active, explicit table index
+			r.u32()
+		}
+		out = append(out, r.b[start:r.pos]...)
+		if flags&1 == 0 { // active: the offset
+			out = w.copyConstExpr(r, out)
+		}
+		if flags&3 != 0 { // an element kind or a reference type follows
+			start = r.pos
+			if flags&4 == 0 {
+				if kind := r.byte(); kind != 0x00 {
+					fail(fmt.Sprintf("unknown element kind %d", kind))
+				}
+			} else {
+				r.refType()
+			}
+			out = append(out, r.b[start:r.pos]...)
+		}
+		k := r.u32()
+		out = wasmbin.AppendUint64(out, uint64(k))
+		for ; k > 0; k-- {
+			if flags&4 == 0 {
+				out = append(out, wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))...)
+			} else {
+				out = w.copyConstExpr(r, out)
+			}
+		}
+	}
+	end(r)
+	return out
+}
+
+// remapData copies the data segments, rewriting their offsets as any
+// constant expression (an offset names no function in a valid module).
+func (w *rewriter) remapData(body []byte) []byte {
+	r := &reader{b: body}
+	n := r.u32()
+	out := wasmbin.AppendUint64(nil, uint64(n))
+	for ; n > 0; n-- {
+		start := r.pos
+		switch flags := r.u32(); flags {
+		case 0: // active, memory 0
+			out = append(out, r.b[start:r.pos]...)
+			out = w.copyConstExpr(r, out)
+		case 1: // passive
+			out = append(out, r.b[start:r.pos]...)
+		case 2: // active, explicit memory
+			r.u32()
+			out = append(out, r.b[start:r.pos]...)
+			out = w.copyConstExpr(r, out)
+		default:
+			fail(fmt.Sprintf("unknown data segment flags %d", flags))
+		}
+		start = r.pos
+		r.bytes(int(r.u32()))
+		out = append(out, r.b[start:r.pos]...)
+	}
+	end(r)
+	return out
+}
