@@ -4,33 +4,22 @@ import (
 	"fmt"
 )
 
-// checkExportName refuses a module that already exports MemoryName (both
+// checkExportNames refuses a module that already exports MemoryName (both
 // modes) or, in FlagBudget mode, StackName.
-func checkExportName(body []byte, f Flag) {
-	name, other := MemoryName, MemoryName
-	if f == FlagBudget {
-		other = StackName
-	}
-	r := &reader{b: body}
-	for n := r.u32(); n > 0; n-- {
-		if e := r.name(); e == name || e == other {
-			fail("the module already exports " + e)
+func checkExportNames(exports []export, f Flag) {
+	for _, e := range exports {
+		if e.name == MemoryName || (f == FlagBudget && e.name == StackName) {
+			fail("the module already exports " + e.name)
 		}
-		r.byte()
-		r.u32()
 	}
 }
 
 // checkExportedMemories refuses an export of a memory index the module
 // does not have: it would export the flag's memory after the rewrite.
-func (w *rewriter) checkExportedMemories(body []byte) {
-	r := &reader{b: body}
-	for n := r.u32(); n > 0; n-- {
-		r.name()
-		kind := r.byte()
-		idx := r.u32()
-		if kind == kindMemory {
-			w.memory(idx)
+func (w *rewriter) checkExportedMemories(exports []export) {
+	for _, e := range exports {
+		if e.kind == kindMemory {
+			w.memory(e.idx)
 		}
 	}
 }

@@ -37,6 +37,98 @@ type section struct {
 	body []byte
 }
 
+// module is a module decoded once: its sections, and what the checks and
+// the rewrite need of them. The function bodies, the tables, the element
+// and data segments are left to the passes that rewrite or check them.
+type module struct {
+	secs []section
+	// have: the ids of the sections the module has.
+	have    map[byte]bool
+	imports imports
+	// sigs: the type section's function types. funcTypes: the function
+	// section's type index of each defined function.
+	sigs      []sig
+	funcTypes []uint32
+	// globals, memories: the counts of defined globals and memories.
+	globals, memories uint32
+	exports           []export
+}
+
+// export is an export section entry. head is its encoding up to its index
+// (the name and the kind), copied as it is when the index is rewritten.
+type export struct {
+	name string
+	kind byte
+	idx  uint32
+	head []byte
+}
+
+// body is the body of m's section id (one at most: decode refuses a
+// repeated one), nil if it has none.
+func (m *module) body(id byte) []byte {
+	for _, s := range m.secs {
+		if s.id == id {
+			return s.body
+		}
+	}
+	return nil
+}
+
+// decode splits a module into its sections and decodes its types,
+// imports, function types, global and memory counts and exports.
+func decode(wasm []byte) *module {
+	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 || wasm[5] != 0 || wasm[6] != 0 || wasm[7] != 0 {
+		fail("not a WebAssembly 1.0 binary")
+	}
+	m := &module{have: map[byte]bool{}}
+	r := &reader{b: wasm, pos: 8}
+	for !r.done() {
+		id := r.byte()
+		n := r.u32()
+		m.secs = append(m.secs, section{id, r.bytes(int(n))})
+	}
+	for _, s := range m.secs {
+		if s.id != secCustom && m.have[s.id] {
+			// One count per section: a second would shift the added
+			// indices under the first, or the types under the functions.
+			fail(fmt.Sprintf("repeated section %d", s.id))
+		}
+		m.have[s.id] = true
+		switch s.id {
+		case secType:
+			m.sigs = funcTypeInfo(s.body)
+		case secFunction:
+			m.funcTypes = readU32Vec(s.body)
+		case secImport:
+			m.imports = countImports(s.body)
+		case secGlobal:
+			m.globals = (&reader{b: s.body}).u32()
+		case secMemory:
+			m.memories = (&reader{b: s.body}).u32()
+		case secExport:
+			m.exports = readExports(s.body)
+		}
+	}
+	return m
+}
+
+// readExports decodes an export section.
+func readExports(body []byte) []export {
+	r := &reader{b: body}
+	var exports []export
+	for n := r.u32(); n > 0; n-- {
+		start := r.pos
+		var e export
+		e.name = r.name()
+		e.kind = r.byte()
+		e.head = r.b[start:r.pos]
+		e.idx = r.u32()
+		exports = append(exports, e)
+	}
+	end(r)
+	return exports
+}
+
 // imports counts a module's imports. yield says whether one comes from
 // YieldModule.
 type imports struct {

@@ -9,14 +9,15 @@ import (
 // remapSection rewrites the function indices in a section other than the
 // code section (which instrumentCode rewrites) and the custom sections
 // (remapNameSections).
-func (w *rewriter) remapSection(id byte, body []byte) []byte {
-	switch id {
+func (w *rewriter) remapSection(m *module, s section) []byte {
+	body := s.body
+	switch s.id {
 	case secTable:
 		return w.remapTables(body)
 	case secGlobal:
 		return w.remapGlobals(body)
 	case secExport:
-		return w.remapExports(body)
+		return w.remapExports(m.exports)
 	case secStart:
 		r := &reader{b: body}
 		out := wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))
@@ -93,17 +94,14 @@ func (w *rewriter) remapGlobals(body []byte) []byte {
 	return out
 }
 
-func (w *rewriter) remapExports(body []byte) []byte {
-	r := &reader{b: body}
-	n := r.u32()
-	out := wasmbin.AppendUint64(nil, uint64(n))
-	for ; n > 0; n-- {
-		start := r.pos
-		r.name()
-		kind := r.byte()
-		out = append(out, r.b[start:r.pos]...)
-		idx := r.u32()
-		switch kind {
+// remapExports re-encodes the export section from its entries, with the
+// function indices moved and the global indices checked.
+func (w *rewriter) remapExports(exports []export) []byte {
+	out := wasmbin.AppendUint64(nil, uint64(len(exports)))
+	for _, e := range exports {
+		out = append(out, e.head...)
+		idx := e.idx
+		switch e.kind {
 		case 0x00:
 			idx = w.fn(idx)
 		case kindGlobal:
@@ -111,7 +109,6 @@ func (w *rewriter) remapExports(body []byte) []byte {
 		}
 		out = wasmbin.AppendUint64(out, uint64(idx))
 	}
-	end(r)
 	return out
 }
 

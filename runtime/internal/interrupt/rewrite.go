@@ -23,7 +23,6 @@ func (a addition) vec() []byte {
 }
 
 func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err error) {
-	budget := o.budget
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(decodeError); ok {
@@ -36,133 +35,121 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 	if f != FlagMemory && f != FlagBudget {
 		fail(fmt.Sprintf("unknown flag kind %d", f))
 	}
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 || wasm[5] != 0 || wasm[6] != 0 || wasm[7] != 0 {
-		fail("not a WebAssembly 1.0 binary")
-	}
-	r := &reader{b: wasm, pos: 8}
-	var secs []section
-	for !r.done() {
-		id := r.byte()
-		n := r.u32()
-		secs = append(secs, section{id, r.bytes(int(n))})
-	}
-	var imported imports
-	var types, definedGlobals, definedMemories uint32
-	var funcTypes []uint32
-	var sigs []sig
-	have := map[byte]bool{}
-	for _, s := range secs {
-		if s.id != secCustom && have[s.id] {
-			// One count per section: a second would shift the added
-			// indices under the first, or the types under the functions.
-			fail(fmt.Sprintf("repeated section %d", s.id))
-		}
-		have[s.id] = true
-		switch s.id {
-		case secType:
-			sigs = funcTypeInfo(s.body)
-			types = uint32(len(sigs))
-		case secFunction:
-			funcTypes = readU32Vec(s.body)
-		case secTable:
-			if f == FlagBudget && hasLimits64(s.id, s.body) {
-				fail("64-bit table indices")
-			}
-		case secImport:
-			imported = countImports(s.body)
-		case secGlobal:
-			definedGlobals = (&reader{b: s.body}).u32()
-		case secMemory:
-			if f == FlagMemory {
-				definedMemories = (&reader{b: s.body}).u32()
-			}
-			if f == FlagBudget && hasLimits64(s.id, s.body) {
-				fail("64-bit memory indices")
-			}
-		case secExport:
-			checkExportName(s.body, f)
-		}
-	}
+	m := decode(wasm)
+	checkExportNames(m.exports, f)
 
 	// The rewriter and the items the rewrite adds.
 	var w rewriter
 	var adds []addition
-	switch f {
-	case FlagMemory:
-		m := uint64(imported.memories) + uint64(definedMemories)
-		if m >= noLimit {
-			fail("too many memories")
-		}
-		w = rewriter{globals: noLimit, memories: m}
-		w.check = memoryCheck(uint32(m))
-		adds = []addition{
-			{secMemory, [][]byte{{0x01, 0x01, 0x01}}}, // limits min 1 max 1
-			{secExport, [][]byte{exportEntry(MemoryName, kindMemory, uint32(m))}},
-		}
-		for _, s := range secs {
-			if s.id == secExport {
-				w.checkExportedMemories(s.body)
-			}
-		}
-	case FlagBudget:
-		if imported.yield {
-			fail("the module already imports from " + YieldModule)
-		}
-		if imported.limits64 {
-			fail("64-bit memory or table indices")
-		}
-		g := uint64(imported.globals) + uint64(definedGlobals)
-		if g >= noLimit || uint64(types) >= noLimit-1 {
-			fail("too many globals or types")
-		}
-		if o.stack < 1 {
-			fail("stack limit below 1")
-		}
-		w = rewriter{globals: g, memories: noLimit, remap: true, yield: imported.funcs, budget: budget,
-			depth: true, stack: uint32(g) + 1, stackLimit: o.stack}
-		yield := append(append(append(wasmbin.AppendUint64(nil, uint64(len(YieldModule))), YieldModule...), wasmbin.AppendUint64(nil, uint64(len(YieldName)))...), YieldName...)
-		wrap := wrapTypes(sigs, types+1)
-		if uint64(types)+1+uint64(len(wrap.items)) >= noLimit {
-			fail("too many types")
-		}
-		adds = []addition{
-			{secType, append([][]byte{{0x60, 0x00, 0x00}}, wrap.items...)},                                  // (func), then the wraps' types
-			{secImport, [][]byte{append(append(yield, 0x00), wasmbin.AppendUint64(nil, uint64(types))...)}}, // (import YieldModule YieldName (func (type T)))
-			{secGlobal, [][]byte{append(append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, int64(budget))...), 0x0b), // (mut i32) (i32.const Budget)
-				append(append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, int64(o.stack))...), 0x0b)}}, // (mut i32) (i32.const StackLimit)
-			{secExport, [][]byte{exportEntry(StackName, kindGlobal, uint32(g)+1)}},
-		}
-		for i := range sigs {
-			if bt, ok := wrap.bt[i]; ok {
-				sigs[i].bt = bt
-			}
-		}
-		w.sigs = sigs
-		w.funcTypes = append(imported.funcTypes[:len(imported.funcTypes):len(imported.funcTypes)], funcTypes...)
+	if f == FlagMemory {
+		adds = w.initMemory(m)
+	} else {
+		adds = w.initBudget(m, o)
 	}
-
-	w.params = make([]uint32, len(funcTypes))
-	w.results = make([][]byte, len(funcTypes))
-	for i, t := range funcTypes {
-		if uint64(t) >= uint64(len(sigs)) {
+	w.params = make([]uint32, len(m.funcTypes))
+	w.results = make([][]byte, len(m.funcTypes))
+	for i, t := range m.funcTypes {
+		if uint64(t) >= uint64(len(m.sigs)) {
 			fail(fmt.Sprintf("type index %d out of range", t))
 		}
-		w.params[i], w.results[i] = sigs[t].params, sigs[t].bt
+		w.params[i], w.results[i] = m.sigs[t].params, m.sigs[t].bt
 	}
 	w.place.w = &w
+	if f == FlagMemory && m.have[secData] {
+		w.checkData(m.body(secData))
+	}
+	outSecs := w.rewrite(m, adds)
+	out = append(make([]byte, 0, len(wasm)+len(wasm)/8), wasm[:8]...)
+	for _, s := range outSecs {
+		out = append(out, s.id)
+		out = wasmbin.AppendUint64(out, uint64(len(s.body)))
+		out = append(out, s.body...)
+	}
+	return out, report{stats: w.place.stats, frames: w.frames}, nil
+}
+
+// initMemory makes w FlagMemory's rewriter of m and returns the items it
+// adds: the flag's memory and its export.
+func (w *rewriter) initMemory(m *module) []addition {
+	mem := uint64(m.imports.memories) + uint64(m.memories)
+	if mem >= noLimit {
+		fail("too many memories")
+	}
+	*w = rewriter{globals: noLimit, memories: mem}
+	w.check = memoryCheck(uint32(mem))
+	w.checkExportedMemories(m.exports)
+	return []addition{
+		{secMemory, [][]byte{{0x01, 0x01, 0x01}}}, // limits min 1 max 1
+		{secExport, [][]byte{exportEntry(MemoryName, kindMemory, uint32(mem))}},
+	}
+}
+
+// initBudget makes w FlagBudget's rewriter of m, with o's limits, and
+// returns the items it adds: the yield's type and import, the budget and
+// stack globals, the stack global's export, and the types of the blocks
+// around the bodies of functions with several results.
+func (w *rewriter) initBudget(m *module, o options) []addition {
+	if m.have[secTable] && hasLimits64(secTable, m.body(secTable)) {
+		fail("64-bit table indices")
+	}
+	if m.have[secMemory] && hasLimits64(secMemory, m.body(secMemory)) {
+		fail("64-bit memory indices")
+	}
+	if m.imports.yield {
+		fail("the module already imports from " + YieldModule)
+	}
+	if m.imports.limits64 {
+		fail("64-bit memory or table indices")
+	}
+	types := uint32(len(m.sigs))
+	g := uint64(m.imports.globals) + uint64(m.globals)
+	if g >= noLimit || uint64(types) >= noLimit-1 {
+		fail("too many globals or types")
+	}
+	if o.stack < 1 {
+		fail("stack limit below 1")
+	}
+	*w = rewriter{globals: g, memories: noLimit, remap: true, yield: m.imports.funcs, budget: o.budget,
+		depth: true, stack: uint32(g) + 1, stackLimit: o.stack}
+	yield := append(append(append(wasmbin.AppendUint64(nil, uint64(len(YieldModule))), YieldModule...), wasmbin.AppendUint64(nil, uint64(len(YieldName)))...), YieldName...)
+	wrap := wrapTypes(m.sigs, types+1)
+	if uint64(types)+1+uint64(len(wrap.items)) >= noLimit {
+		fail("too many types")
+	}
+	adds := []addition{
+		{secType, append([][]byte{{0x60, 0x00, 0x00}}, wrap.items...)},                                  // (func), then the wraps' types
+		{secImport, [][]byte{append(append(yield, 0x00), wasmbin.AppendUint64(nil, uint64(types))...)}}, // (import YieldModule YieldName (func (type T)))
+		{secGlobal, [][]byte{append(append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, int64(o.budget))...), 0x0b), // (mut i32) (i32.const Budget)
+			append(append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, int64(o.stack))...), 0x0b)}}, // (mut i32) (i32.const StackLimit)
+		{secExport, [][]byte{exportEntry(StackName, kindGlobal, uint32(g)+1)}},
+	}
+	for i := range m.sigs {
+		if bt, ok := wrap.bt[i]; ok {
+			m.sigs[i].bt = bt
+		}
+	}
+	w.sigs = m.sigs
+	w.funcTypes = append(m.imports.funcTypes[:len(m.imports.funcTypes):len(m.imports.funcTypes)], m.funcTypes...)
+	return adds
+}
+
+// rewrite returns m's sections rewritten, with the additions: appended to
+// the sections the module has, or in sections of their own in the binary's
+// order.
+func (w *rewriter) rewrite(m *module, adds []addition) []section {
 	var outSecs []section
 	inserted := make([]bool, len(adds))
-	for _, s := range secs {
+	for _, s := range m.secs {
 		// Sections that must come after the sections of added items the
 		// module lacks.
 		for i, a := range adds {
-			if !inserted[i] && !have[a.id] && after(s.id, a.id) {
+			if !inserted[i] && !m.have[a.id] && after(s.id, a.id) {
 				outSecs = append(outSecs, section{a.id, a.vec()})
 				inserted[i] = true
 			}
 		}
 		if w.remap {
-			s.body = w.remapSection(s.id, s.body)
+			s.body = w.remapSection(m, s)
 		}
 		for i, a := range adds {
 			if s.id == a.id {
@@ -170,13 +157,8 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 				inserted[i] = true
 			}
 		}
-		switch s.id {
-		case secCode:
+		if s.id == secCode {
 			s.body = w.instrumentCode(s.body)
-		case secData:
-			if f == FlagMemory {
-				w.checkData(s.body)
-			}
 		}
 		outSecs = append(outSecs, s)
 	}
@@ -192,13 +174,7 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 	} else {
 		outSecs = dropMisreadNames(outSecs)
 	}
-	out = append(make([]byte, 0, len(wasm)+len(wasm)/8), wasm[:8]...)
-	for _, s := range outSecs {
-		out = append(out, s.id)
-		out = wasmbin.AppendUint64(out, uint64(len(s.body)))
-		out = append(out, s.body...)
-	}
-	return out, report{stats: w.place.stats, frames: w.frames}, nil
+	return outSecs
 }
 
 // memoryCheck is the FlagMemory check for flag memory m:
