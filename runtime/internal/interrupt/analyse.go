@@ -2,6 +2,8 @@ package interrupt
 
 import (
 	"fmt"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // analyse runs the pass, lazily or not; a lazy pass gives up (false) once
@@ -35,17 +37,17 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 		op := r.byte()
 		p.n += values(op)
 		switch op {
-		case 0x02, 0x06: // block try
+		case wasmbin.OpcodeBlock, wasmbin.OpcodeTry:
 			p.need(pos, 0)
 			arity := p.blockType(r)
 			k := byte(frameBlock)
-			if op == 0x06 {
+			if op == wasmbin.OpcodeTry {
 				k = frameTry
 				p.handlers = true
 			}
-			p.frames = append(p.frames, frame{kind: k, br: dead, start: p.c, ends: dead, startEntry: p.entry, arity: arity, try: op == 0x06})
+			p.frames = append(p.frames, frame{kind: k, br: dead, start: p.c, ends: dead, startEntry: p.entry, arity: arity, try: op == wasmbin.OpcodeTry})
 			p.labels++
-		case 0x1f: // try_table bt catch*
+		case wasmbin.OpcodeTryTable: // try_table bt catch*
 			p.need(pos, 0)
 			arity := p.blockType(r)
 			p.handlers = true
@@ -53,14 +55,14 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			// handler is entered at an unknown cost.
 			for n := r.u32(); n > 0; n-- {
 				switch k := r.byte(); k {
-				case 0x00, 0x01:
+				case wasmbin.CatchTag, wasmbin.CatchTagRef:
 					r.u32()
 					l := r.u32()
 					p.landing(l)
 					if p.c >= 0 {
 						p.branchWith(l, unknownCost, p.entry)
 					}
-				case 0x02, 0x03:
+				case wasmbin.CatchAllLabel, wasmbin.CatchAllRefLbl:
 					l := r.u32()
 					p.landing(l)
 					if p.c >= 0 {
@@ -72,7 +74,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			}
 			p.frames = append(p.frames, frame{kind: frameBlock, br: dead, start: p.c, ends: dead, arity: arity, try: true})
 			p.labels++
-		case 0x03: // loop bt
+		case wasmbin.OpcodeLoop: // loop bt
 			p.need(pos, 0)
 			arity := p.blockType(r)
 			f := frame{kind: frameLoop, br: dead, start: p.c, startEntry: p.entry, pre: -1, head: -1, arity: arity}
@@ -88,13 +90,13 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 				p.c, p.entry = 0, false
 			}
 			p.frames = append(p.frames, f)
-		case 0x04: // if bt
+		case wasmbin.OpcodeIf: // if bt
 			p.need(pos, 1)
 			arity := p.blockType(r)
 			p.add(1)
 			p.frames = append(p.frames, frame{kind: frameIf, br: dead, start: p.c, ends: dead, startEntry: p.entry, arity: arity})
 			p.labels++
-		case 0x05: // else
+		case wasmbin.OpcodeElse:
 			p.need(pos, 0)
 			f := &p.frames[len(p.frames)-1]
 			if f.kind != frameIf || f.hasElse {
@@ -103,9 +105,9 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			f.hasElse = true
 			f.ends, f.endsEntry = p.c, p.entry
 			p.c, p.entry = f.start, f.startEntry
-		case 0x07, 0x19: // catch tag, catch_all (legacy)
+		case wasmbin.OpcodeCatch, wasmbin.OpcodeCatchAll: // catch tag, catch_all (legacy)
 			p.need(pos, 0)
-			if op == 0x07 {
+			if op == wasmbin.OpcodeCatch {
 				r.u32()
 			}
 			f := &p.frames[len(p.frames)-1]
@@ -123,7 +125,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			if p.depth {
 				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editResync})
 			}
-		case 0x18: // delegate l (legacy): ends a try
+		case wasmbin.OpcodeDelegate: // delegate l (legacy): ends a try
 			p.need(pos, 0)
 			l := r.u32()
 			f := p.frames[len(p.frames)-1]
@@ -135,7 +137,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.closeMerge(&f)
 			p.join(f.ends, f.endsEntry)
 			p.join(f.br, f.brEntry)
-		case 0x0b: // end
+		case wasmbin.OpcodeEnd:
 			f := p.frames[len(p.frames)-1]
 			if f.kind == frameFunc {
 				p.final(pos)
@@ -165,48 +167,48 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			if f.kind != frameLoop { // a loop's branches go to its header
 				p.join(f.br, f.brEntry)
 			}
-		case 0x0c, 0x0d: // br l, br_if l
+		case wasmbin.OpcodeBr, wasmbin.OpcodeBrIf: // br l, br_if l
 			l := r.u32()
 			p.targets = append(p.targets[:0], l)
-			p.branchInstr(pos, 1, op == 0x0c)
-		case 0x0e: // br_table l* l
+			p.branchInstr(pos, 1, op == wasmbin.OpcodeBr)
+		case wasmbin.OpcodeBrTable: // br_table l* l
 			p.targets = p.targets[:0]
 			for n := r.u32(); n > 0; n-- {
 				p.targets = append(p.targets, r.u32())
 			}
 			p.targets = append(p.targets, r.u32())
 			p.branchInstr(pos, costBrTable, true)
-		case 0xd5, 0xd6: // br_on_null l, br_on_non_null l
+		case wasmbin.OpcodeBrOnNull, wasmbin.OpcodeBrOnNonNull: // br_on_null l, br_on_non_null l
 			l := r.u32()
 			p.targets = append(p.targets[:0], l)
 			p.branchInstr(pos, 1, false)
-		case 0x0f: // return
+		case wasmbin.OpcodeReturn:
 			p.ret(pos, 1)
-		case 0x00, 0x08, 0x09, 0x0a: // unreachable, throw tag, rethrow l, throw_ref
+		case wasmbin.OpcodeUnreachable, wasmbin.OpcodeThrow, wasmbin.OpcodeRethrow, wasmbin.OpcodeThrowRef: // throw tag, rethrow l
 			p.need(pos, 1)
-			if op == 0x08 || op == 0x09 {
+			if op == wasmbin.OpcodeThrow || op == wasmbin.OpcodeRethrow {
 				r.u32()
 			}
 			p.c, p.entry = dead, false
-		case 0x10, 0x12: // call f, return_call f
+		case wasmbin.OpcodeCall, wasmbin.OpcodeReturnCall: // call f, return_call f
 			p.call(pos, costCall)
 			start := r.pos
 			f := r.u32()
-			how := p.callSig(pos, op == 0x12, 0x10, p.funcSig(f))
+			how := p.callSig(pos, op == wasmbin.OpcodeReturnCall, wasmbin.OpcodeCall, p.funcSig(f))
 			if w.remap && f >= w.yield {
 				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos - start), kind: editFunc, w: w.fn(f)})
 			}
 			p.afterCall(how, r.pos)
-		case 0x11, 0x13: // call_indirect t table, return_call_indirect
+		case wasmbin.OpcodeCallIndirect, wasmbin.OpcodeReturnCallIndirect: // call_indirect t table, return_call_indirect
 			p.call(pos, costCallIndirect)
 			t := r.u32()
 			r.u32()
-			p.afterCall(p.callSig(pos, op == 0x13, 0x11, p.typeSig(t)), r.pos)
-		case 0x14, 0x15: // call_ref t, return_call_ref t
+			p.afterCall(p.callSig(pos, op == wasmbin.OpcodeReturnCallIndirect, wasmbin.OpcodeCallIndirect, p.typeSig(t)), r.pos)
+		case wasmbin.OpcodeCallRef, wasmbin.OpcodeReturnCallRef: // call_ref t, return_call_ref t
 			p.call(pos, costCallIndirect)
 			t := r.u32()
-			p.afterCall(p.callSig(pos, op == 0x15, 0x14, p.typeSig(t)), r.pos)
-		case 0xd2: // ref.func f
+			p.afterCall(p.callSig(pos, op == wasmbin.OpcodeReturnCallRef, wasmbin.OpcodeCallRef, p.typeSig(t)), r.pos)
+		case wasmbin.OpcodeRefFunc: // ref.func f
 			p.need(pos, 1)
 			start := r.pos
 			f := r.u32()
@@ -214,34 +216,34 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos - start), kind: editFunc, w: w.fn(f)})
 			}
 			p.add(1)
-		case 0x23, 0x24: // global.get, global.set
+		case wasmbin.OpcodeGlobalGet, wasmbin.OpcodeGlobalSet:
 			p.need(pos, 1)
 			w.global(r.u32())
 			p.add(1)
-		case 0xfc, 0xfd, 0xfe:
+		case wasmbin.OpcodePrefixMisc, wasmbin.OpcodePrefixVec, wasmbin.OpcodePrefixAtomic:
 			sub := r.u32()
-			p.v128 = p.v128 || op == 0xfd
+			p.v128 = p.v128 || op == wasmbin.OpcodePrefixVec
 			cost := weight(op, sub)
 			p.need(pos, cost)
 			switch op {
-			case 0xfc:
+			case wasmbin.OpcodePrefixMisc:
 				w.fc(r, sub)
-			case 0xfd:
+			case wasmbin.OpcodePrefixVec:
 				w.simd(r, sub)
 			default:
 				switch sub {
-				case 0x01, 0x02:
+				case wasmbin.AtomicWait32, wasmbin.AtomicWait64:
 					// memory.atomic.wait32/64 blocks (on a shared
 					// memory) for as long as the guest asks, where no
 					// check runs.
 					fail("memory.atomic.wait cannot be interrupted")
-				case 0x03: // atomic.fence
+				case wasmbin.AtomicFence:
 					r.byte()
 				default:
 					w.memArg(r)
 				}
 			}
-			if op == 0xfc && bulk(sub) && p.c >= 0 {
+			if op == wasmbin.OpcodePrefixMisc && bulk(sub) && p.c >= 0 {
 				if w.remap {
 					w.usedBulk = true
 					p.edits = append(p.edits, edit{pos: int32(pos), kind: editTee, ord: p.labels})
@@ -257,7 +259,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			}
 			p.add(cost)
 		default:
-			if op == 0x21 || op == 0x22 { // local.set, local.tee
+			if op == wasmbin.OpcodeLocalSet || op == wasmbin.OpcodeLocalTee {
 				p.frames[len(p.frames)-1].sets++
 			}
 			cost := weight(op, 0)
@@ -426,10 +428,11 @@ func (p *placer) blockType(r *reader) uint32 {
 		fail("unexpected end of module")
 	}
 	switch c := r.b[r.pos]; c {
-	case 0x40:
+	case wasmbin.BlockTypeEmpty:
 		r.pos++
 		return 0
-	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f, 0x69, 0x63, 0x64:
+	case wasmbin.ValueTypeI32, wasmbin.ValueTypeI64, wasmbin.ValueTypeF32, wasmbin.ValueTypeF64, wasmbin.ValueTypeV128,
+		wasmbin.ValueTypeFuncref, wasmbin.ValueTypeExternref, wasmbin.ValueTypeExnref, wasmbin.ValueTypeRefNull, wasmbin.ValueTypeRef:
 		r.valType()
 		return 1
 	}

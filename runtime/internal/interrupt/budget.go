@@ -41,23 +41,25 @@ func (w *rewriter) appendCheck(out []byte, charge uint32, stack bool) []byte {
 		return append(out, w.check...)
 	}
 	g := uint64(w.globals)
-	out = wasmbin.AppendUint64(append(out, 0x23), g)
-	out = wasmbin.AppendInt64(append(out, 0x41), int64(charge))
-	out = wasmbin.AppendUint64(append(out, 0x6b, 0x24), g)
-	out = wasmbin.AppendUint64(append(out, 0x23), g)
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalGet), g)
+	out = wasmbin.AppendInt64(append(out, wasmbin.OpcodeI32Const), int64(charge))
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeI32Sub, wasmbin.OpcodeGlobalSet), g)
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalGet), g)
 	if stack {
-		out = append(out, 0x41, 0x01, 0x6b) // i32.const 1; i32.sub
-		out = wasmbin.AppendUint64(append(out, 0x23), uint64(w.stack))
-		out = append(out, 0x72, 0x41, 0x00, 0x48, 0x04, 0x40) // i32.or; i32.const 0; i32.lt_s; if
-		out = wasmbin.AppendUint64(append(out, 0x23), uint64(w.stack))
-		out = append(out, 0x41, 0x00, 0x48, 0x04, 0x40, 0x00, 0x0b, 0x41) // i32.const 0; i32.lt_s; if unreachable end; i32.const
+		out = append(out, wasmbin.OpcodeI32Const, 1, wasmbin.OpcodeI32Sub)
+		out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalGet), uint64(w.stack))
+		out = append(out, wasmbin.OpcodeI32Or, wasmbin.OpcodeI32Const, 0, wasmbin.OpcodeI32LtS,
+			wasmbin.OpcodeIf, wasmbin.BlockTypeEmpty)
+		out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalGet), uint64(w.stack))
+		out = append(out, wasmbin.OpcodeI32Const, 0, wasmbin.OpcodeI32LtS,
+			wasmbin.OpcodeIf, wasmbin.BlockTypeEmpty, wasmbin.OpcodeUnreachable, wasmbin.OpcodeEnd)
 	} else {
-		out = append(out, 0x41, 0x01, 0x48, 0x04, 0x40, 0x41) // i32.const 1; i32.lt_s; if; i32.const
+		out = append(out, wasmbin.OpcodeI32Const, 1, wasmbin.OpcodeI32LtS, wasmbin.OpcodeIf, wasmbin.BlockTypeEmpty)
 	}
-	out = wasmbin.AppendInt64(out, int64(w.budget))
-	out = wasmbin.AppendUint64(append(out, 0x24), g)
-	out = wasmbin.AppendUint64(append(out, 0x10), uint64(w.yield))
-	return append(out, 0x0b)
+	out = wasmbin.AppendInt64(append(out, wasmbin.OpcodeI32Const), int64(w.budget))
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalSet), g)
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeCall), uint64(w.yield))
+	return append(out, wasmbin.OpcodeEnd)
 }
 
 // fn is the index of function f after the rewrite.
@@ -76,13 +78,14 @@ func (w *rewriter) fn(f uint32) uint32 {
 // nanoseconds a fill or a copy takes out of the caches.
 const bulkShift = 3
 
-// bulk reports whether 0xfc instruction sub is a bulk memory or table
+// bulk reports whether misc (0xfc) instruction sub is a bulk memory or table
 // instruction whose time grows with its length, the operand on top of the
 // stack: memory.init, memory.copy, memory.fill, table.init, table.copy,
 // table.fill.
 func bulk(sub uint32) bool {
 	switch sub {
-	case 8, 10, 11, 12, 14, 17:
+	case wasmbin.MiscMemoryInit, wasmbin.MiscMemoryCopy, wasmbin.MiscMemoryFill, wasmbin.MiscTableInit,
+		wasmbin.MiscTableCopy, wasmbin.MiscTableFill:
 		return true
 	}
 	return false
@@ -102,9 +105,9 @@ func bulk(sub uint32) bool {
 // never wraps; the check after it yields if the budget is spent.
 func bulkCharge(g, l uint32) []byte {
 	gi, li := wasmbin.AppendUint64(nil, uint64(g)), wasmbin.AppendUint64(nil, uint64(l))
-	c := append([]byte{0x23}, gi...)
-	c = append(append(c, 0x20), li...)
-	c = append(c, 0x41, bulkShift, 0x76, 0x6b, 0x24)
+	c := append([]byte{wasmbin.OpcodeGlobalGet}, gi...)
+	c = append(append(c, wasmbin.OpcodeLocalGet), li...)
+	c = append(c, wasmbin.OpcodeI32Const, bulkShift, wasmbin.OpcodeI32ShrU, wasmbin.OpcodeI32Sub, wasmbin.OpcodeGlobalSet)
 	return append(c, gi...)
 }
 
@@ -142,7 +145,7 @@ func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, gr
 		}
 		fn = wasmbin.AppendUint64(fn, uint64(groups)+1)
 		fn = append(fn, fr.b[groupsEnd:localsEnd]...)
-		fn = append(fn, k, 0x7f) // (local i32) or (local i32 i32)
+		fn = append(fn, k, wasmbin.ValueTypeI32) // (local i32) or (local i32 i32)
 	} else {
 		fn = append(fn, fr.b[:localsEnd]...)
 	}

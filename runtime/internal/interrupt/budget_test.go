@@ -123,12 +123,12 @@ func facts(tb testing.TB, wasm []byte) moduleFacts {
 	for _, s := range rawSections(tb, wasm) {
 		r := &reader{b: s.body}
 		switch s.id {
-		case secType:
+		case wasmbin.SectionIDType:
 			f.types = r.u32()
-		case secImport:
+		case wasmbin.SectionIDImport:
 			f.imports = r.u32()
 			f.imported = countImports(s.body)
-		case secGlobal:
+		case wasmbin.SectionIDGlobal:
 			f.definedGlobals = r.u32()
 		}
 	}
@@ -138,7 +138,7 @@ func facts(tb testing.TB, wasm []byte) moduleFacts {
 // customSections returns a module's custom sections (name, body) in order.
 func customSections(tb testing.TB, wasm []byte) (names []string, bodies [][]byte) {
 	for _, s := range rawSections(tb, wasm) {
-		if s.id == secCustom {
+		if s.id == wasmbin.SectionIDCustom {
 			r := &reader{b: s.body}
 			names = append(names, r.name())
 			bodies = append(bodies, s.body)
@@ -198,7 +198,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 	}
 	inByID := map[byte][]byte{}
 	for _, s := range rawSections(tb, in) {
-		if s.id != secCustom {
+		if s.id != wasmbin.SectionIDCustom {
 			inByID[s.id] = s.body
 		}
 	}
@@ -208,7 +208,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 	last := 0
 	seen := map[byte]bool{}
 	for _, s := range rawSections(tb, out) {
-		if s.id == secCustom {
+		if s.id == wasmbin.SectionIDCustom {
 			continue
 		}
 		if order[s.id] <= last {
@@ -232,18 +232,18 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			}
 		}
 		switch s.id {
-		case secType:
-			appended(f.types, append([][]byte{{0x60, 0x00, 0x00}}, wantWrapTypes(tb, inByID[secType])...)...)
-		case secImport:
+		case wasmbin.SectionIDType:
+			appended(f.types, append([][]byte{{0x60, 0x00, 0x00}}, wantWrapTypes(tb, inByID[wasmbin.SectionIDType])...)...)
+		case wasmbin.SectionIDImport:
 			appended(f.imports, yieldImport(f.types))
-		case secGlobal:
+		case wasmbin.SectionIDGlobal:
 			if n := r.u32(); n != f.definedGlobals+2 {
 				tb.Fatalf("%d globals defined, want %d", n, f.definedGlobals+2)
 			}
 			if !bytes.HasSuffix(s.body, cat([]byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b, 0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, StackLimit), []byte{0x0b})) {
 				tb.Fatalf("the last globals are not (mut i32) (i32.const %d) (mut i32) (i32.const %d): % x", Budget, StackLimit, s.body)
 			}
-		case secExport:
+		case wasmbin.SectionIDExport:
 			or := &reader{b: old}
 			n := r.u32()
 			var on uint32
@@ -253,7 +253,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			if n != on+1 {
 				tb.Fatalf("%d exports, want %d", n, on+1)
 			}
-			if !bytes.HasSuffix(s.body, exportEntry(StackName, kindGlobal, f.imported.globals+f.definedGlobals+1)) {
+			if !bytes.HasSuffix(s.body, exportEntry(StackName, wasmbin.ExternGlobal, f.imported.globals+f.definedGlobals+1)) {
 				tb.Fatalf("the last export is not the stack counter: % x", s.body)
 			}
 			for n--; n > 0; n-- {
@@ -266,11 +266,11 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 					tb.Fatalf("export %q kind %d index %d, want %q kind %d index %d", name, kind, idx, oname, okind, oidx)
 				}
 			}
-		case secStart:
+		case wasmbin.SectionIDStart:
 			if got, want := r.u32(), remap((&reader{b: old}).u32()); got != want {
 				tb.Fatalf("start function %d, want %d", got, want)
 			}
-		case secCode:
+		case wasmbin.SectionIDCode:
 			n := r.u32()
 			if on := (&reader{b: old}).u32(); on != n {
 				tb.Fatalf("%d function bodies, want %d", n, on)
@@ -282,7 +282,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 					fr.valType()
 				}
 			}
-		case secTable, secElement, secData:
+		case wasmbin.SectionIDTable, wasmbin.SectionIDElement, wasmbin.SectionIDData:
 			// Function indices rewritten: the remap and wabt tests check them.
 		default:
 			if !bytes.Equal(s.body, old) {
@@ -295,7 +295,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			tb.Fatalf("section %d vanished", id)
 		}
 	}
-	for _, id := range []byte{secType, secImport, secGlobal, secExport} {
+	for _, id := range []byte{wasmbin.SectionIDType, wasmbin.SectionIDImport, wasmbin.SectionIDGlobal, wasmbin.SectionIDExport} {
 		if !seen[id] {
 			tb.Fatalf("no section %d", id)
 		}

@@ -2,6 +2,8 @@ package interrupt
 
 import (
 	"fmt"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // checkExportNames refuses a module that already exports MemoryName (both
@@ -18,7 +20,7 @@ func checkExportNames(exports []export, f Flag) {
 // does not have: it would export the flag's memory after the rewrite.
 func (w *rewriter) checkExportedMemories(exports []export) {
 	for _, e := range exports {
-		if e.kind == kindMemory {
+		if e.kind == wasmbin.ExternMemory {
 			w.memory(e.idx)
 		}
 	}
@@ -48,7 +50,7 @@ func (w *rewriter) checkData(body []byte) {
 func (w *rewriter) constExpr(r *reader) {
 	for {
 		op := r.byte()
-		if op == 0x0b {
+		if op == wasmbin.OpcodeEnd {
 			return
 		}
 		w.immediates(r, op)
@@ -81,65 +83,65 @@ func (w *rewriter) memArg(r *reader) {
 // immediates skips op's immediates, checking the memory indices among them.
 func (w *rewriter) immediates(r *reader, op byte) {
 	switch {
-	case op <= 0x01, op == 0x05, op == 0x0a, op == 0x0b, op == 0x0f, op == 0x19, op == 0x1a, op == 0x1b:
-		// unreachable nop else throw_ref end return catch_all drop select
-	case op == 0x02, op == 0x04, op == 0x06: // block if try
+	case op == wasmbin.OpcodeUnreachable, op == wasmbin.OpcodeNop, op == wasmbin.OpcodeElse, op == wasmbin.OpcodeThrowRef,
+		op == wasmbin.OpcodeEnd, op == wasmbin.OpcodeReturn, op == wasmbin.OpcodeCatchAll, op == wasmbin.OpcodeDrop,
+		op == wasmbin.OpcodeSelect:
+	case op == wasmbin.OpcodeBlock, op == wasmbin.OpcodeIf, op == wasmbin.OpcodeTry:
 		r.blockType()
-	case op == 0x07, op == 0x08, op == 0x09, op == 0x0c, op == 0x0d, op == 0x10, op == 0x12,
-		op == 0x14, op == 0x15, op == 0x18, op == 0xd5, op == 0xd6: // tag/label/func/type index
+	case op == wasmbin.OpcodeCatch, op == wasmbin.OpcodeThrow, op == wasmbin.OpcodeRethrow, op == wasmbin.OpcodeBr,
+		op == wasmbin.OpcodeBrIf, op == wasmbin.OpcodeCall, op == wasmbin.OpcodeReturnCall, op == wasmbin.OpcodeCallRef,
+		op == wasmbin.OpcodeReturnCallRef, op == wasmbin.OpcodeDelegate, op == wasmbin.OpcodeBrOnNull,
+		op == wasmbin.OpcodeBrOnNonNull: // tag/label/func/type index
 		r.u32()
-	case op == 0x0e: // br_table
+	case op == wasmbin.OpcodeBrTable:
 		for n := r.u32(); n > 0; n-- {
 			r.u32()
 		}
 		r.u32()
-	case op == 0x11, op == 0x13: // call_indirect, return_call_indirect
+	case op == wasmbin.OpcodeCallIndirect, op == wasmbin.OpcodeReturnCallIndirect: // type, table
 		r.u32()
 		r.u32()
-	case op == 0x1c: // select t*
+	case op == wasmbin.OpcodeTypedSelect:
 		for n := r.u32(); n > 0; n-- {
 			r.valType()
 		}
-	case op == 0x1f: // try_table
+	case op == wasmbin.OpcodeTryTable:
 		r.blockType()
 		for n := r.u32(); n > 0; n-- {
 			switch k := r.byte(); k {
-			case 0x00, 0x01:
+			case wasmbin.CatchTag, wasmbin.CatchTagRef:
 				r.u32()
 				r.u32()
-			case 0x02, 0x03:
+			case wasmbin.CatchAllLabel, wasmbin.CatchAllRefLbl:
 				r.u32()
 			default:
 				fail(fmt.Sprintf("unknown catch kind %d", k))
 			}
 		}
-	case op >= 0x20 && op <= 0x26: // locals, globals, table.get/set
+	case op >= wasmbin.OpcodeLocalGet && op <= wasmbin.OpcodeTableSet: // locals, globals, table.get/set
 		r.u32()
-	case op >= 0x28 && op <= 0x3e: // loads and stores
+	case op >= wasmbin.OpcodeI32Load && op <= wasmbin.OpcodeI64Store32: // loads and stores
 		w.memArg(r)
-	case op == 0x3f, op == 0x40: // memory.size, memory.grow
+	case op == wasmbin.OpcodeMemorySize, op == wasmbin.OpcodeMemoryGrow:
 		w.memory(r.u32())
-	case op == 0x41:
+	case op == wasmbin.OpcodeI32Const, op == wasmbin.OpcodeI64Const:
 		r.s64()
-	case op == 0x42:
-		r.s64()
-	case op == 0x43:
+	case op == wasmbin.OpcodeF32Const:
 		r.bytes(4)
-	case op == 0x44:
+	case op == wasmbin.OpcodeF64Const:
 		r.bytes(8)
-	case op >= 0x45 && op <= 0xc4: // numeric, sign extension
-	case op == 0xd0: // ref.null ht
+	case op >= wasmbin.OpcodeI32Eqz && op <= wasmbin.OpcodeI64Extend32S: // numeric, sign extension
+	case op == wasmbin.OpcodeRefNull: // ht
 		r.s64()
-	case op == 0xd1, op == 0xd3, op == 0xd4: // ref.is_null, ref.eq, ref.as_non_null
-	case op == 0xd2: // ref.func
+	case op == wasmbin.OpcodeRefIsNull, op == wasmbin.OpcodeRefEq, op == wasmbin.OpcodeRefAsNonNull:
+	case op == wasmbin.OpcodeRefFunc:
 		r.u32()
-	case op == 0xfc:
+	case op == wasmbin.OpcodePrefixMisc:
 		w.fc(r, r.u32())
-	case op == 0xfd:
+	case op == wasmbin.OpcodePrefixVec:
 		w.simd(r, r.u32())
-	case op == 0xfe:
-		sub := r.u32()
-		if sub == 0x03 { // atomic.fence
+	case op == wasmbin.OpcodePrefixAtomic:
+		if sub := r.u32(); sub == wasmbin.AtomicFence {
 			r.byte()
 		} else {
 			w.memArg(r)
@@ -151,19 +153,20 @@ func (w *rewriter) immediates(r *reader, op byte) {
 
 func (w *rewriter) fc(r *reader, sub uint32) {
 	switch {
-	case sub <= 7: // saturating truncations
-	case sub == 8: // memory.init data mem
+	case sub <= wasmbin.MiscI64TruncSatF64U: // saturating truncations
+	case sub == wasmbin.MiscMemoryInit: // data mem
 		r.u32()
 		w.memory(r.u32())
-	case sub == 9, sub == 13, sub == 15, sub == 16, sub == 17: // data.drop, elem.drop, table.grow/size/fill
+	case sub == wasmbin.MiscDataDrop, sub == wasmbin.MiscElemDrop, sub == wasmbin.MiscTableGrow,
+		sub == wasmbin.MiscTableSize, sub == wasmbin.MiscTableFill:
 		r.u32()
-	case sub == 10: // memory.copy dst src
+	case sub == wasmbin.MiscMemoryCopy: // dst src
 		w.memory(r.u32())
 		w.memory(r.u32())
-	case sub == 12, sub == 14: // table.init, table.copy
+	case sub == wasmbin.MiscTableInit, sub == wasmbin.MiscTableCopy:
 		r.u32()
 		r.u32()
-	case sub == 11: // memory.fill
+	case sub == wasmbin.MiscMemoryFill:
 		w.memory(r.u32())
 	default:
 		fail(fmt.Sprintf("unknown 0xfc opcode %d", sub))
@@ -172,16 +175,16 @@ func (w *rewriter) fc(r *reader, sub uint32) {
 
 func (w *rewriter) simd(r *reader, sub uint32) {
 	switch {
-	case sub <= 11, sub == 92, sub == 93: // loads and stores
+	case sub <= wasmbin.VecV128Store, sub == wasmbin.VecV128Load32Zero, sub == wasmbin.VecV128Load64Zero: // loads and stores
 		w.memArg(r)
-	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
+	case sub == wasmbin.VecV128Const, sub == wasmbin.VecI8x16Shuffle:
 		r.bytes(16)
-	case sub >= 21 && sub <= 34: // extract/replace lane
+	case sub >= wasmbin.VecI8x16ExtractLaneS && sub <= wasmbin.VecF64x2ReplaceLane: // extract/replace lane
 		r.byte()
-	case sub >= 84 && sub <= 91: // load/store lane
+	case sub >= wasmbin.VecV128Load8Lane && sub <= wasmbin.VecV128Store64Lane: // load/store lane
 		w.memArg(r)
 		r.byte()
-	case sub <= 0x113:
+	case sub <= wasmbin.VecLast:
 	default:
 		fail(fmt.Sprintf("unknown SIMD opcode %d", sub))
 	}

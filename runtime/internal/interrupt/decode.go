@@ -2,31 +2,9 @@ package interrupt
 
 import (
 	"fmt"
-)
 
-const (
-	secCustom    = 0
-	secType      = 1
-	secImport    = 2
-	secFunction  = 3
-	secTable     = 4
-	secMemory    = 5
-	secGlobal    = 6
-	secExport    = 7
-	secStart     = 8
-	secElement   = 9
-	secCode      = 10
-	secData      = 11
-	secDataCount = 12
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
-
-const (
-	kindMemory = 0x02
-	kindGlobal = 0x03
-)
-
-// limits64 is the limits flag of 64-bit memory and table indices.
-const limits64 = 0x04
 
 // noLimit is above every u32 index: the rewriter checks no index of that
 // kind.
@@ -88,24 +66,24 @@ func decode(wasm []byte) *module {
 		m.secs = append(m.secs, section{id, r.bytes(int(n))})
 	}
 	for _, s := range m.secs {
-		if s.id != secCustom && m.have[s.id] {
+		if s.id != wasmbin.SectionIDCustom && m.have[s.id] {
 			// One count per section: a second would shift the added
 			// indices under the first, or the types under the functions.
 			fail(fmt.Sprintf("repeated section %d", s.id))
 		}
 		m.have[s.id] = true
 		switch s.id {
-		case secType:
+		case wasmbin.SectionIDType:
 			m.sigs = funcTypeInfo(s.body)
-		case secFunction:
+		case wasmbin.SectionIDFunction:
 			m.funcTypes = readU32Vec(s.body)
-		case secImport:
+		case wasmbin.SectionIDImport:
 			m.imports = countImports(s.body)
-		case secGlobal:
+		case wasmbin.SectionIDGlobal:
 			m.globals = (&reader{b: s.body}).u32()
-		case secMemory:
+		case wasmbin.SectionIDMemory:
 			m.memories = (&reader{b: s.body}).u32()
-		case secExport:
+		case wasmbin.SectionIDExport:
 			m.exports = readExports(s.body)
 		}
 	}
@@ -149,20 +127,20 @@ func countImports(body []byte) imports {
 		}
 		r.name()
 		switch kind := r.byte(); kind {
-		case 0x00: // func
+		case wasmbin.ExternFunc:
 			n.funcTypes = append(n.funcTypes, r.u32())
 			n.funcs++
-		case 0x01: // table
+		case wasmbin.ExternTable:
 			r.refType()
-			n.limits64 = n.limits64 || r.limits()&limits64 != 0
-		case kindMemory:
-			n.limits64 = n.limits64 || r.limits()&limits64 != 0
+			n.limits64 = n.limits64 || r.limits()&wasmbin.LimitsIs64 != 0
+		case wasmbin.ExternMemory:
+			n.limits64 = n.limits64 || r.limits()&wasmbin.LimitsIs64 != 0
 			n.memories++
-		case kindGlobal:
+		case wasmbin.ExternGlobal:
 			r.valType()
 			r.byte()
 			n.globals++
-		case 0x04: // tag
+		case wasmbin.ExternTag:
 			r.byte()
 			r.u32()
 		default:
@@ -175,7 +153,7 @@ func countImports(body []byte) imports {
 // sig is what the rewrite needs of a function type.
 type sig struct {
 	params, results uint32
-	// bt: the block type of the results (0x40, or the one value type);
+	// bt: the block type of the results (empty, or the one value type);
 	// nil for several (FlagBudget gives those a type of their own: see
 	// wrapTypes).
 	bt []byte
@@ -196,7 +174,7 @@ func funcTypeInfo(body []byte) []sig {
 	r := &reader{b: body}
 	var sigs []sig
 	for k := r.u32(); k > 0; k-- {
-		if form := r.byte(); form != 0x60 {
+		if form := r.byte(); form != wasmbin.TypeFormFunc {
 			fail(fmt.Sprintf("unknown type form 0x%02x", form))
 		}
 		var s sig
@@ -212,7 +190,7 @@ func funcTypeInfo(body []byte) []sig {
 		s.res = r.b[start:r.pos]
 		switch s.results {
 		case 0:
-			s.bt = []byte{0x40}
+			s.bt = []byte{wasmbin.BlockTypeEmpty}
 		case 1:
 			s.bt = s.res
 		}
@@ -225,9 +203,9 @@ func funcTypeInfo(body []byte) []sig {
 // class counts a parameter (i 0) or result (i 1) of value type c.
 func (s *sig) class(i int, c byte) {
 	switch c {
-	case 0x7d, 0x7c: // f32 f64
+	case wasmbin.ValueTypeF32, wasmbin.ValueTypeF64:
 		s.floats[i]++
-	case 0x7b: // v128
+	case wasmbin.ValueTypeV128:
 		s.floats[i]++
 		s.v128 = true
 	default:
@@ -253,12 +231,12 @@ func readU32Vec(body []byte) []uint32 {
 func hasLimits64(id byte, body []byte) bool {
 	r := &reader{b: body}
 	for n := r.u32(); n > 0; n-- {
-		if id == secTable {
-			if !r.done() && r.b[r.pos] == 0x40 { // with an initialiser
+		if id == wasmbin.SectionIDTable {
+			if !r.done() && r.b[r.pos] == wasmbin.TableWithInit {
 				r.byte()
 				r.byte()
 				r.refType()
-				if r.limits()&limits64 != 0 {
+				if r.limits()&wasmbin.LimitsIs64 != 0 {
 					return true
 				}
 				w := rewriter{globals: noLimit, memories: noLimit}
@@ -267,7 +245,7 @@ func hasLimits64(id byte, body []byte) bool {
 			}
 			r.refType()
 		}
-		if r.limits()&limits64 != 0 {
+		if r.limits()&wasmbin.LimitsIs64 != 0 {
 			return true
 		}
 	}

@@ -184,9 +184,9 @@ func rawSections(tb testing.TB, wasm []byte) []section {
 func memoryCount(tb testing.TB, wasm []byte) (imported, defined uint32) {
 	for _, s := range rawSections(tb, wasm) {
 		switch s.id {
-		case secImport:
+		case wasmbin.SectionIDImport:
 			imported = countImports(s.body).memories
-		case secMemory:
+		case wasmbin.SectionIDMemory:
 			defined = (&reader{b: s.body}).u32()
 		}
 	}
@@ -209,7 +209,7 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 	inSecs, outSecs := rawSections(tb, in), rawSections(tb, out)
 	inByID := map[byte][]byte{}
 	for _, s := range inSecs {
-		if s.id != secCustom {
+		if s.id != wasmbin.SectionIDCustom {
 			inByID[s.id] = s.body
 		}
 	}
@@ -217,7 +217,7 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 	last := 0
 	var sawMemory, sawExport, sawCode bool
 	for _, s := range outSecs {
-		if s.id == secCustom {
+		if s.id == wasmbin.SectionIDCustom {
 			continue
 		}
 		if order[s.id] <= last {
@@ -226,7 +226,7 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 		last = order[s.id]
 		r := &reader{b: s.body}
 		switch s.id {
-		case secMemory:
+		case wasmbin.SectionIDMemory:
 			sawMemory = true
 			if n := r.u32(); n != def+1 {
 				tb.Fatalf("%d memories defined, want %d", n, def+1)
@@ -234,10 +234,10 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 			if !bytes.HasSuffix(s.body, []byte{0x01, 0x01, 0x01}) {
 				tb.Fatalf("the last memory is not limits 1..1: % x", s.body)
 			}
-			if old, ok := inByID[secMemory]; ok && !bytes.Equal(s.body[r.pos:len(s.body)-3], old[(&reader{b: old}).skipU32():]) {
+			if old, ok := inByID[wasmbin.SectionIDMemory]; ok && !bytes.Equal(s.body[r.pos:len(s.body)-3], old[(&reader{b: old}).skipU32():]) {
 				tb.Fatal("the original memories changed")
 			}
-		case secExport:
+		case wasmbin.SectionIDExport:
 			sawExport = true
 			found := 0
 			for n := r.u32(); n > 0; n-- {
@@ -253,10 +253,10 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 			if found != 1 {
 				tb.Fatalf("%s exported %d times", MemoryName, found)
 			}
-		case secCode:
+		case wasmbin.SectionIDCode:
 			sawCode = true
 			n := r.u32()
-			if old, ok := inByID[secCode]; ok && (&reader{b: old}).u32() != n {
+			if old, ok := inByID[wasmbin.SectionIDCode]; ok && (&reader{b: old}).u32() != n {
 				tb.Fatalf("%d function bodies, want %d", n, (&reader{b: old}).u32())
 			}
 			for ; n > 0; n-- {
@@ -271,7 +271,7 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 	if !sawMemory || !sawExport {
 		tb.Fatal("no memory or export section")
 	}
-	if _, ok := inByID[secCode]; ok != sawCode {
+	if _, ok := inByID[wasmbin.SectionIDCode]; ok != sawCode {
 		tb.Fatal("the code section appeared or vanished")
 	}
 }

@@ -16,7 +16,7 @@ import (
 func dropMisreadNames(secs []section) []section {
 	out := secs[:0]
 	for _, s := range secs {
-		if s.id == secCustom {
+		if s.id == wasmbin.SectionIDCustom {
 			r := &reader{b: s.body}
 			if r.name() == "name" && !namesWellFormed(r.b[r.pos:]) {
 				continue
@@ -71,7 +71,7 @@ func namesWellFormed(b []byte) (ok bool) {
 func (w *rewriter) remapNameSections(secs []section) []section {
 	out := secs[:0]
 	for _, s := range secs {
-		if s.id == secCustom {
+		if s.id == wasmbin.SectionIDCustom {
 			r := &reader{b: s.body}
 			if r.name() == "name" {
 				names, ok := w.remapNames(r.b[r.pos:])

@@ -349,11 +349,11 @@ func (p *placer) emit(code []byte, out []byte) []byte {
 		case editNone:
 		case editWrapOpen:
 			if p.wrapped {
-				out = append(append(out, 0x02), p.bt...)
+				out = append(append(out, wasmbin.OpcodeBlock), p.bt...)
 				label = true
 			}
 		case editWrapClose:
-			out = append(out, 0x0b)
+			out = append(out, wasmbin.OpcodeEnd)
 			if e.flag {
 				out = w.appendCheck(out, e.w, e.first && p.counted)
 				label = true
@@ -363,9 +363,9 @@ func (p *placer) emit(code []byte, out []byte) []byte {
 			}
 		case editReturn:
 			if p.wrapped && (e.flag || p.counted) {
-				out = wasmbin.AppendUint64(append(out, 0x0c), uint64(e.w))
+				out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeBr), uint64(e.w))
 			} else {
-				out = append(out, 0x0f)
+				out = append(out, wasmbin.OpcodeReturn)
 			}
 		case editCheck:
 			out = w.appendCheck(out, e.w, e.first && p.counted)
@@ -374,7 +374,7 @@ func (p *placer) emit(code []byte, out []byte) []byte {
 				out = appendResync(out, w.stack, p.saved)
 			}
 		case editTee:
-			out = append(out, 0x22)
+			out = append(out, wasmbin.OpcodeLocalTee)
 			out = wasmbin.AppendUint64(out, uint64(w.bulkLocal))
 		case editBulk:
 			out = append(out, w.charge...)

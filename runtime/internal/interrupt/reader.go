@@ -2,6 +2,8 @@ package interrupt
 
 import (
 	"fmt"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 type decodeError string
@@ -61,11 +63,12 @@ func (r *reader) name() string { return string(r.bytes(int(r.u32()))) }
 // valType reads a value type and returns its first byte.
 func (r *reader) valType() byte {
 	switch c := r.byte(); c {
-	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+	case wasmbin.ValueTypeI32, wasmbin.ValueTypeI64, wasmbin.ValueTypeF32, wasmbin.ValueTypeF64, wasmbin.ValueTypeV128,
+		wasmbin.ValueTypeFuncref, wasmbin.ValueTypeExternref:
 		return c
-	case 0x69: // exnref (exception handling, which wazero decodes)
+	case wasmbin.ValueTypeExnref: // exception handling, which wazero decodes
 		return c
-	case 0x63, 0x64: // (ref null ht), (ref ht)
+	case wasmbin.ValueTypeRefNull, wasmbin.ValueTypeRef: // (ref null ht), (ref ht)
 		r.s64()
 		return c
 	default:
@@ -92,7 +95,7 @@ func (r *reader) limits() byte {
 // index follows the flags, before the offset; otherwise it is 0.
 func (r *reader) memArg() (flags, mem uint32) {
 	flags = r.u32()
-	if flags&0x40 != 0 {
+	if flags&wasmbin.MemArgMemIdx != 0 {
 		mem = r.u32()
 	}
 	r.u64() // offset (u64 for memory64)
@@ -124,9 +127,10 @@ func (r *reader) blockType() {
 		fail("unexpected end of module")
 	}
 	switch c := r.b[r.pos]; c {
-	case 0x40, 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+	case wasmbin.BlockTypeEmpty, wasmbin.ValueTypeI32, wasmbin.ValueTypeI64, wasmbin.ValueTypeF32, wasmbin.ValueTypeF64,
+		wasmbin.ValueTypeV128, wasmbin.ValueTypeFuncref, wasmbin.ValueTypeExternref:
 		r.pos++
-	case 0x63, 0x64: // (ref null ht), (ref ht): a value type of two bytes or more
+	case wasmbin.ValueTypeRefNull, wasmbin.ValueTypeRef: // (ref null ht), (ref ht): a value type of two bytes or more
 		r.valType()
 	default:
 		r.s64() // a type index as s33

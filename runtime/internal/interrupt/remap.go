@@ -12,20 +12,20 @@ import (
 func (w *rewriter) remapSection(m *module, s section) []byte {
 	body := s.body
 	switch s.id {
-	case secTable:
+	case wasmbin.SectionIDTable:
 		return w.remapTables(body)
-	case secGlobal:
+	case wasmbin.SectionIDGlobal:
 		return w.remapGlobals(body)
-	case secExport:
+	case wasmbin.SectionIDExport:
 		return w.remapExports(m.exports)
-	case secStart:
+	case wasmbin.SectionIDStart:
 		r := &reader{b: body}
 		out := wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))
 		end(r)
 		return out
-	case secElement:
+	case wasmbin.SectionIDElement:
 		return w.remapElements(body)
-	case secData:
+	case wasmbin.SectionIDData:
 		return w.remapData(body)
 	}
 	return body
@@ -38,13 +38,13 @@ func (w *rewriter) copyConstExpr(r *reader, out []byte) []byte {
 		start := r.pos
 		op := r.byte()
 		switch {
-		case op == 0x0b:
+		case op == wasmbin.OpcodeEnd:
 			return append(out, op)
-		case op == 0xd2: // ref.func
+		case op == wasmbin.OpcodeRefFunc:
 			out = append(out, op)
 			out = append(out, wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))...)
 			continue
-		case op == 0x23 || op == 0x24:
+		case op == wasmbin.OpcodeGlobalGet || op == wasmbin.OpcodeGlobalSet:
 			w.global(r.u32())
 		default:
 			w.immediates(r, op)
@@ -61,10 +61,10 @@ func (w *rewriter) remapTables(body []byte) []byte {
 	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
 		start := r.pos
-		withInit := !r.done() && r.b[r.pos] == 0x40
+		withInit := !r.done() && r.b[r.pos] == wasmbin.TableWithInit
 		if withInit {
 			r.byte()
-			if r.byte() != 0x00 {
+			if r.byte() != 0 {
 				fail("unknown table encoding")
 			}
 		}
@@ -102,9 +102,9 @@ func (w *rewriter) remapExports(exports []export) []byte {
 		out = append(out, e.head...)
 		idx := e.idx
 		switch e.kind {
-		case 0x00:
+		case wasmbin.ExternFunc:
 			idx = w.fn(idx)
-		case kindGlobal:
+		case wasmbin.ExternGlobal:
 			w.global(idx) // it would export the budget
 		}
 		out = wasmbin.AppendUint64(out, uint64(idx))
@@ -135,7 +135,7 @@ func (w *rewriter) remapElements(body []byte) []byte {
 		if flags&3 != 0 { // an element kind or a reference type follows
 			start = r.pos
 			if flags&4 == 0 {
-				if kind := r.byte(); kind != 0x00 {
+				if kind := r.byte(); kind != wasmbin.ExternFunc { // elemkind funcref
 					fail(fmt.Sprintf("unknown element kind %d", kind))
 				}
 			} else {

@@ -55,8 +55,8 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 		w.params[i], w.results[i] = m.sigs[t].params, m.sigs[t].bt
 	}
 	w.place.w = &w
-	if f == FlagMemory && m.have[secData] {
-		w.checkData(m.body(secData))
+	if f == FlagMemory && m.have[wasmbin.SectionIDData] {
+		w.checkData(m.body(wasmbin.SectionIDData))
 	}
 	outSecs := w.rewrite(m, adds)
 	out = append(make([]byte, 0, len(wasm)+len(wasm)/8), wasm[:8]...)
@@ -79,8 +79,8 @@ func (w *rewriter) initMemory(m *module) []addition {
 	w.check = memoryCheck(uint32(mem))
 	w.checkExportedMemories(m.exports)
 	return []addition{
-		{secMemory, [][]byte{{0x01, 0x01, 0x01}}}, // limits min 1 max 1
-		{secExport, [][]byte{exportEntry(MemoryName, kindMemory, uint32(mem))}},
+		{wasmbin.SectionIDMemory, [][]byte{{wasmbin.LimitsHasMax, 1, 1}}}, // limits min 1 max 1
+		{wasmbin.SectionIDExport, [][]byte{exportEntry(MemoryName, wasmbin.ExternMemory, uint32(mem))}},
 	}
 }
 
@@ -89,10 +89,10 @@ func (w *rewriter) initMemory(m *module) []addition {
 // stack globals, the stack global's export, and the types of the blocks
 // around the bodies of functions with several results.
 func (w *rewriter) initBudget(m *module, o options) []addition {
-	if m.have[secTable] && hasLimits64(secTable, m.body(secTable)) {
+	if m.have[wasmbin.SectionIDTable] && hasLimits64(wasmbin.SectionIDTable, m.body(wasmbin.SectionIDTable)) {
 		fail("64-bit table indices")
 	}
-	if m.have[secMemory] && hasLimits64(secMemory, m.body(secMemory)) {
+	if m.have[wasmbin.SectionIDMemory] && hasLimits64(wasmbin.SectionIDMemory, m.body(wasmbin.SectionIDMemory)) {
 		fail("64-bit memory indices")
 	}
 	if m.imports.yield {
@@ -111,17 +111,17 @@ func (w *rewriter) initBudget(m *module, o options) []addition {
 	}
 	*w = rewriter{globals: g, memories: noLimit, remap: true, yield: m.imports.funcs, budget: o.budget,
 		depth: true, stack: uint32(g) + 1, stackLimit: o.stack}
-	yield := append(append(append(wasmbin.AppendUint64(nil, uint64(len(YieldModule))), YieldModule...), wasmbin.AppendUint64(nil, uint64(len(YieldName)))...), YieldName...)
+	yield := append(wasmbin.AppendUint64(nil, uint64(len(YieldModule))), YieldModule...)
+	yield = append(wasmbin.AppendUint64(yield, uint64(len(YieldName))), YieldName...)
 	wrap := wrapTypes(m.sigs, types+1)
 	if uint64(types)+1+uint64(len(wrap.items)) >= noLimit {
 		fail("too many types")
 	}
 	adds := []addition{
-		{secType, append([][]byte{{0x60, 0x00, 0x00}}, wrap.items...)},                                  // (func), then the wraps' types
-		{secImport, [][]byte{append(append(yield, 0x00), wasmbin.AppendUint64(nil, uint64(types))...)}}, // (import YieldModule YieldName (func (type T)))
-		{secGlobal, [][]byte{append(append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, int64(o.budget))...), 0x0b), // (mut i32) (i32.const Budget)
-			append(append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, int64(o.stack))...), 0x0b)}}, // (mut i32) (i32.const StackLimit)
-		{secExport, [][]byte{exportEntry(StackName, kindGlobal, uint32(g)+1)}},
+		{wasmbin.SectionIDType, append([][]byte{{wasmbin.TypeFormFunc, 0, 0}}, wrap.items...)},                      // (func), then the wraps' types
+		{wasmbin.SectionIDImport, [][]byte{wasmbin.AppendUint64(append(yield, wasmbin.ExternFunc), uint64(types))}}, // (import YieldModule YieldName (func (type T)))
+		{wasmbin.SectionIDGlobal, [][]byte{mutableI32(o.budget), mutableI32(o.stack)}},
+		{wasmbin.SectionIDExport, [][]byte{exportEntry(StackName, wasmbin.ExternGlobal, uint32(g)+1)}},
 	}
 	for i := range m.sigs {
 		if bt, ok := wrap.bt[i]; ok {
@@ -157,7 +157,7 @@ func (w *rewriter) rewrite(m *module, adds []addition) []section {
 				inserted[i] = true
 			}
 		}
-		if s.id == secCode {
+		if s.id == wasmbin.SectionIDCode {
 			s.body = w.instrumentCode(s.body)
 		}
 		outSecs = append(outSecs, s)
@@ -184,14 +184,22 @@ func (w *rewriter) rewrite(m *module, adds []addition) []section {
 // With m == 0 the memarg is the plain one (flags 2, offset 0); otherwise
 // bit 6 of the flags says a memory index follows them.
 func memoryCheck(m uint32) []byte {
-	check := []byte{0x41, 0x00, 0x28}
+	const align = 2 // 2^2 bytes
+	check := []byte{wasmbin.OpcodeI32Const, 0, wasmbin.OpcodeI32Load}
 	if m == 0 {
-		check = append(check, 0x02)
+		check = append(check, align)
 	} else {
-		check = append(check, 0x02|0x40)
-		check = wasmbin.AppendUint64(check, uint64(m))
+		check = wasmbin.AppendUint64(append(check, align|wasmbin.MemArgMemIdx), uint64(m))
 	}
-	return append(check, 0x00, 0x04, 0x40, 0x00, 0x0b)
+	return append(check, 0, // offset
+		wasmbin.OpcodeIf, wasmbin.BlockTypeEmpty, wasmbin.OpcodeUnreachable, wasmbin.OpcodeEnd)
+}
+
+// mutableI32 is a global section entry: (mut i32) (i32.const v).
+func mutableI32(v int32) []byte {
+	const mutable = 1
+	g := wasmbin.AppendInt64([]byte{wasmbin.ValueTypeI32, mutable, wasmbin.OpcodeI32Const}, int64(v))
+	return append(g, wasmbin.OpcodeEnd)
 }
 
 func exportEntry(name string, kind byte, idx uint32) []byte {
@@ -203,7 +211,7 @@ func exportEntry(name string, kind byte, idx uint32) []byte {
 // binary's order (custom sections go anywhere).
 func after(id, want byte) bool {
 	order := map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
-	if id == secCustom {
+	if id == wasmbin.SectionIDCustom {
 		return false
 	}
 	o, ok := order[id]
@@ -291,7 +299,7 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 		v128 := false
 		for l := groups; l > 0; l-- {
 			locals += uint64(fr.u32())
-			v128 = fr.valType() == 0x7b || v128
+			v128 = fr.valType() == wasmbin.ValueTypeV128 || v128
 		}
 		if w.remap {
 			fn = w.instrumentBudgetFunction(d, fr, groups, groupsEnd, locals, v128, fn)

@@ -327,12 +327,12 @@ func countInstructions(tb testing.TB, wasm []byte, g uint32) []byte {
 		for _, s := range secs {
 			body := s.body
 			switch s.id {
-			case secGlobal:
+			case wasmbin.SectionIDGlobal:
 				sawGlobal = true
 				body = appendToVec(body, []byte{0x7e, 0x01, 0x42, 0, 0x0b})
-			case secExport:
-				body = appendToVec(body, exportEntry(countGlobalName, kindGlobal, c))
-			case secCode:
+			case wasmbin.SectionIDExport:
+				body = appendToVec(body, exportEntry(countGlobalName, wasmbin.ExternGlobal, c))
+			case wasmbin.SectionIDCode:
 				body = countCode(body, g, inc)
 			}
 			rebuilt = append(rebuilt, append([]byte{s.id}, body...))

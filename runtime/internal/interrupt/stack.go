@@ -151,7 +151,7 @@ func wrapTypes(sigs []sig, first uint32) wrapTypeSet {
 		bt, ok := seen[string(s.res)]
 		if !ok {
 			bt = wasmbin.AppendInt64(nil, int64(first)+int64(len(ws.items)))
-			item := append([]byte{0x60, 0x00}, wasmbin.AppendUint64(nil, uint64(s.results))...)
+			item := wasmbin.AppendUint64([]byte{wasmbin.TypeFormFunc, 0}, uint64(s.results))
 			ws.items = append(ws.items, append(item, s.res...))
 			seen[string(s.res)] = bt
 		}
@@ -171,13 +171,13 @@ func wrapTypes(sigs []sig, first uint32) wrapTypeSet {
 // owing its caller callSlack (place.go). A test here, a branch of its own,
 // cost a call of a small function 20% more (measured: a recursive fib).
 func appendStackEnter(out []byte, g uint32, e int32, saved int64) []byte {
-	out = wasmbin.AppendUint64(append(out, 0x23), uint64(g))
-	out = wasmbin.AppendInt64(append(out, 0x41), int64(e))
-	out = append(out, 0x6b)
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalGet), uint64(g))
+	out = wasmbin.AppendInt64(append(out, wasmbin.OpcodeI32Const), int64(e))
+	out = append(out, wasmbin.OpcodeI32Sub)
 	if saved >= 0 {
-		out = wasmbin.AppendUint64(append(out, 0x22), uint64(saved))
+		out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeLocalTee), uint64(saved))
 	}
-	return wasmbin.AppendUint64(append(out, 0x24), uint64(g))
+	return wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalSet), uint64(g))
 }
 
 // appendStackExit appends the exit of a counted function taking e bytes:
@@ -185,19 +185,19 @@ func appendStackEnter(out []byte, g uint32, e int32, saved int64) []byte {
 //	global.get g; i32.const e; i32.add; global.set g    (local.get saved first)
 func appendStackExit(out []byte, g uint32, e int32, saved int64) []byte {
 	if saved >= 0 {
-		out = wasmbin.AppendUint64(append(out, 0x20), uint64(saved))
+		out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeLocalGet), uint64(saved))
 	} else {
-		out = wasmbin.AppendUint64(append(out, 0x23), uint64(g))
+		out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalGet), uint64(g))
 	}
-	out = wasmbin.AppendInt64(append(out, 0x41), int64(e))
-	out = append(out, 0x6a)
-	return wasmbin.AppendUint64(append(out, 0x24), uint64(g))
+	out = wasmbin.AppendInt64(append(out, wasmbin.OpcodeI32Const), int64(e))
+	out = append(out, wasmbin.OpcodeI32Add)
+	return wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalSet), uint64(g))
 }
 
 // appendResync appends a handler's landing: local.get saved; global.set g.
 func appendResync(out []byte, g uint32, saved int64) []byte {
-	out = wasmbin.AppendUint64(append(out, 0x20), uint64(saved))
-	return wasmbin.AppendUint64(append(out, 0x24), uint64(g))
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeLocalGet), uint64(saved))
+	return wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalSet), uint64(g))
 }
 
 // How a call returns (callSig).

@@ -1,5 +1,7 @@
 package interrupt
 
+import "github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+
 // The weights of the instructions that cost more than a unit (weight).
 const (
 	costCall         = 8
@@ -17,31 +19,32 @@ const (
 // the control instructions the pass handles itself.
 func weight(op byte, sub uint32) int32 {
 	switch {
-	case op >= 0x28 && op <= 0x35: // loads
+	case op >= wasmbin.OpcodeI32Load && op <= wasmbin.OpcodeI64Load32U: // loads
 		return costLoad
-	case op >= 0x36 && op <= 0x3e: // stores
+	case op >= wasmbin.OpcodeI32Store && op <= wasmbin.OpcodeI64Store32: // stores
 		return costStore
-	case op == 0x40: // memory.grow
+	case op == wasmbin.OpcodeMemoryGrow:
 		return costGrow
-	case op >= 0x6d && op <= 0x70, op >= 0x7f && op <= 0x82: // integer div, rem
+	case op >= wasmbin.OpcodeI32DivS && op <= wasmbin.OpcodeI32RemU, op >= wasmbin.OpcodeI64DivS && op <= wasmbin.OpcodeI64RemU:
 		return costDivision
-	case op == 0x91, op == 0x95, op == 0x9f, op == 0xa3: // f32.sqrt f32.div f64.sqrt f64.div
+	case op == wasmbin.OpcodeF32Sqrt, op == wasmbin.OpcodeF32Div, op == wasmbin.OpcodeF64Sqrt, op == wasmbin.OpcodeF64Div:
 		return costFloatDiv
-	case op == 0xfc:
+	case op == wasmbin.OpcodePrefixMisc:
 		switch {
 		case bulk(sub):
 			return costBulk
-		case sub == 15: // table.grow
+		case sub == wasmbin.MiscTableGrow:
 			return costGrow
 		}
-	case op == 0xfd:
+	case op == wasmbin.OpcodePrefixVec:
 		switch {
-		case sub == 11, sub >= 88 && sub <= 91: // v128.store, v128.storeN_lane
+		case sub == wasmbin.VecV128Store, sub >= wasmbin.VecV128Store8Lane && sub <= wasmbin.VecV128Store64Lane:
 			return costStore
-		case sub <= 10, sub >= 84 && sub <= 87, sub == 92, sub == 93: // loads
+		case sub < wasmbin.VecV128Store, sub >= wasmbin.VecV128Load8Lane && sub <= wasmbin.VecV128Load64Lane,
+			sub == wasmbin.VecV128Load32Zero, sub == wasmbin.VecV128Load64Zero: // loads
 			return costLoad
 		}
-	case op == 0xfe: // atomics: loads, read-modify-writes, stores, notify, fence
+	case op == wasmbin.OpcodePrefixAtomic: // loads, read-modify-writes, stores, notify, fence
 		return costLoad
 	}
 	return 1
@@ -53,7 +56,10 @@ func weight(op byte, sub uint32) int32 {
 // other (a call's results, and more, are counted by callSig).
 func values(op byte) uint64 {
 	switch op {
-	case 0x01, 0x02, 0x03, 0x05, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x18, 0x1a, 0x1f, 0x20, 0x21, 0x22, 0x24:
+	case wasmbin.OpcodeNop, wasmbin.OpcodeBlock, wasmbin.OpcodeLoop, wasmbin.OpcodeElse, wasmbin.OpcodeEnd,
+		wasmbin.OpcodeBr, wasmbin.OpcodeBrIf, wasmbin.OpcodeBrTable, wasmbin.OpcodeReturn, wasmbin.OpcodeDelegate,
+		wasmbin.OpcodeDrop, wasmbin.OpcodeTryTable, wasmbin.OpcodeLocalGet, wasmbin.OpcodeLocalSet,
+		wasmbin.OpcodeLocalTee, wasmbin.OpcodeGlobalSet:
 		return 0
 	}
 	return 1
