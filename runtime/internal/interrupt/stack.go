@@ -211,7 +211,7 @@ const (
 // whose plain opcode is callOp) in the stack estimate and says how it
 // returns. A counted function gives its frame back before a tail jump; a
 // tail call whose parameters or results wazero passes on the stack
-// becomes the call then return it is in wazero (stack.go).
+// becomes the call then return it is in wazero (see above).
 func (p *placer) callSig(pos int, tail bool, callOp byte, s sig) int {
 	if !p.depth {
 		if tail {
