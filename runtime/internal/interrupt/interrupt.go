@@ -1,8 +1,6 @@
 package interrupt
 
-import (
-	"errors"
-)
+import "errors"
 
 // FormatVersion names the instrumenter's output format. Hosts that cache
 // instrumented modules key the cache by it: bump it whenever InstrumentWith's
@@ -17,8 +15,8 @@ const MemoryName = "wasmprov_interrupt"
 // Flag says where the instrumented checks read the interrupt flag.
 type Flag int
 
-// The values are those of the first format (FlagMemory 1, FlagBudget 2):
-// hosts may have cached rewrites under them.
+// FlagMemory and FlagBudget keep the values they had next to the removed
+// FlagGlobal (0), so that a cache keyed by a flag's value stays valid.
 const (
 	// FlagMemory: word 0 of an added 1-page memory (min 1, max 1) exported
 	// as MemoryName (engines that cannot set a global from another thread:

@@ -257,8 +257,8 @@ type rewriter struct {
 	curOrds []uint32
 	// place: the check placement.
 	place placer
-	// results: each defined function's result
-	// block type (nil for several results).
+	// results: each defined function's result block type (nil for
+	// several results).
 	results [][]byte
 	// params: each defined function's parameter count.
 	// bulkLocal: the index of the i32 local the function being copied gets
