@@ -25,7 +25,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 	if !lazy {
 		p.check(0, reasonEntry)
 	}
-	r := &reader{b: code}
+	r := newReader(code)
 	for {
 		if lazy && p.induced > maxLazyChecks {
 			return false
@@ -33,7 +33,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 		if r.done() {
 			fail("function body without end")
 		}
-		pos := r.pos
+		pos := r.pos()
 		op := r.byte()
 		p.n += values(op)
 		switch op {
@@ -85,7 +85,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.labels++
 			if p.c >= 0 {
 				f.head = len(p.edits)
-				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editCheck, ord: p.labels, first: p.entry})
+				p.edits = append(p.edits, edit{pos: int32(r.pos()), kind: editCheck, ord: p.labels, first: p.entry})
 				p.stats[reasonLoop]++
 				p.c, p.entry = 0, false
 			}
@@ -123,7 +123,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			}
 			// The handler is a landing.
 			if p.depth {
-				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editResync})
+				p.edits = append(p.edits, edit{pos: int32(r.pos()), kind: editResync})
 			}
 		case wasmbin.OpcodeDelegate: // delegate l (legacy): ends a try
 			p.need(pos, 0)
@@ -150,7 +150,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.frames = p.frames[:len(p.frames)-1]
 			p.closeMerge(&f)
 			if p.depth && f.landing && f.kind != frameLoop {
-				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editResync})
+				p.edits = append(p.edits, edit{pos: int32(r.pos()), kind: editResync})
 			}
 			switch f.kind {
 			case frameLoop:
@@ -192,28 +192,28 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.c, p.entry = dead, false
 		case wasmbin.OpcodeCall, wasmbin.OpcodeReturnCall: // call f, return_call f
 			p.call(pos, costCall)
-			start := r.pos
+			start := r.pos()
 			f := r.u32()
 			how := p.callSig(pos, op == wasmbin.OpcodeReturnCall, wasmbin.OpcodeCall, p.funcSig(f))
 			if w.remap && f >= w.yield {
-				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos - start), kind: editFunc, w: w.fn(f)})
+				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos() - start), kind: editFunc, w: w.fn(f)})
 			}
-			p.afterCall(how, r.pos)
+			p.afterCall(how, r.pos())
 		case wasmbin.OpcodeCallIndirect, wasmbin.OpcodeReturnCallIndirect: // call_indirect t table, return_call_indirect
 			p.call(pos, costCallIndirect)
 			t := r.u32()
 			r.u32()
-			p.afterCall(p.callSig(pos, op == wasmbin.OpcodeReturnCallIndirect, wasmbin.OpcodeCallIndirect, p.typeSig(t)), r.pos)
+			p.afterCall(p.callSig(pos, op == wasmbin.OpcodeReturnCallIndirect, wasmbin.OpcodeCallIndirect, p.typeSig(t)), r.pos())
 		case wasmbin.OpcodeCallRef, wasmbin.OpcodeReturnCallRef: // call_ref t, return_call_ref t
 			p.call(pos, costCallIndirect)
 			t := r.u32()
-			p.afterCall(p.callSig(pos, op == wasmbin.OpcodeReturnCallRef, wasmbin.OpcodeCallRef, p.typeSig(t)), r.pos)
+			p.afterCall(p.callSig(pos, op == wasmbin.OpcodeReturnCallRef, wasmbin.OpcodeCallRef, p.typeSig(t)), r.pos())
 		case wasmbin.OpcodeRefFunc: // ref.func f
 			p.need(pos, 1)
-			start := r.pos
+			start := r.pos()
 			f := r.u32()
 			if w.remap && f >= w.yield {
-				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos - start), kind: editFunc, w: w.fn(f)})
+				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos() - start), kind: editFunc, w: w.fn(f)})
 			}
 			p.add(1)
 		case wasmbin.OpcodeGlobalGet, wasmbin.OpcodeGlobalSet:
@@ -249,7 +249,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 					p.edits = append(p.edits, edit{pos: int32(pos), kind: editTee, ord: p.labels})
 				}
 				p.add(cost)
-				p.edits = append(p.edits, edit{pos: int32(r.pos), kind: editBulk, w: charge(p.c), ord: p.labels, first: p.entry})
+				p.edits = append(p.edits, edit{pos: int32(r.pos()), kind: editBulk, w: charge(p.c), ord: p.labels, first: p.entry})
 				p.stats[reasonBulk]++
 				if p.entry {
 					p.induced++
@@ -427,9 +427,9 @@ func (p *placer) blockType(r *reader) uint32 {
 	if r.done() {
 		fail("unexpected end of module")
 	}
-	switch c := r.b[r.pos]; c {
+	switch c := r.peek(); c {
 	case wasmbin.BlockTypeEmpty:
-		r.pos++
+		r.byte()
 		return 0
 	case wasmbin.ValueTypeI32, wasmbin.ValueTypeI64, wasmbin.ValueTypeF32, wasmbin.ValueTypeF64, wasmbin.ValueTypeV128,
 		wasmbin.ValueTypeFuncref, wasmbin.ValueTypeExternref, wasmbin.ValueTypeExnref, wasmbin.ValueTypeRefNull, wasmbin.ValueTypeRef:

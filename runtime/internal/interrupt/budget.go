@@ -130,8 +130,8 @@ func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, gr
 	s := w.sigs[w.funcTypes[int(w.yield)+d]]
 	p.depth, p.params, p.results, p.locals = w.depth, s.params, s.results, locals
 	p.fnV128, p.savedIndex = v128 || s.v128, int64(l)+1
-	localsEnd := fr.pos
-	code := fr.b[fr.pos:]
+	localsEnd := fr.pos()
+	code := fr.b[fr.pos():]
 	p.placeFunction(code, w.results[d])
 	if p.counted {
 		p.sizeFrame(code)

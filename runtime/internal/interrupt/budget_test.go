@@ -121,7 +121,7 @@ type moduleFacts struct {
 func facts(tb testing.TB, wasm []byte) moduleFacts {
 	var f moduleFacts
 	for _, s := range rawSections(tb, wasm) {
-		r := &reader{b: s.body}
+		r := newReader(s.body)
 		switch s.id {
 		case wasmbin.SectionIDType:
 			f.types = r.u32()
@@ -139,7 +139,7 @@ func facts(tb testing.TB, wasm []byte) moduleFacts {
 func customSections(tb testing.TB, wasm []byte) (names []string, bodies [][]byte) {
 	for _, s := range rawSections(tb, wasm) {
 		if s.id == wasmbin.SectionIDCustom {
-			r := &reader{b: s.body}
+			r := newReader(s.body)
 			names = append(names, r.name())
 			bodies = append(bodies, s.body)
 		}
@@ -156,10 +156,10 @@ func functionNames(body []byte) (names map[uint32]string, ok bool) {
 		}
 	}()
 	names = map[uint32]string{}
-	r := &reader{b: body}
+	r := newReader(body)
 	for !r.done() {
 		id := r.byte()
-		sub := &reader{b: r.bytes(int(r.u32()))}
+		sub := newReader(r.bytes(int(r.u32())))
 		if id != 1 {
 			continue
 		}
@@ -203,7 +203,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 		}
 	}
 	// vecTail returns the bytes of a vector's items, after its count.
-	vecTail := func(body []byte) []byte { return body[(&reader{b: body}).skipU32():] }
+	vecTail := func(body []byte) []byte { return body[newReader(body).skipU32():] }
 	order := map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
 	last := 0
 	seen := map[byte]bool{}
@@ -216,7 +216,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 		}
 		last = order[s.id]
 		seen[s.id] = true
-		r := &reader{b: s.body}
+		r := newReader(s.body)
 		old, hadOld := inByID[s.id]
 		appended := func(wantCount uint32, items ...[]byte) {
 			tb.Helper()
@@ -227,7 +227,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			if !bytes.HasSuffix(s.body, item) {
 				tb.Fatalf("section %d does not end with % x: % x", s.id, item, s.body)
 			}
-			if hadOld && !bytes.Equal(s.body[r.pos:len(s.body)-len(item)], vecTail(old)) {
+			if hadOld && !bytes.Equal(s.body[r.pos():len(s.body)-len(item)], vecTail(old)) {
 				tb.Fatalf("section %d: the original items changed", s.id)
 			}
 		}
@@ -244,7 +244,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 				tb.Fatalf("the last globals are not (mut i32) (i32.const %d) (mut i32) (i32.const %d): % x", Budget, StackLimit, s.body)
 			}
 		case wasmbin.SectionIDExport:
-			or := &reader{b: old}
+			or := newReader(old)
 			n := r.u32()
 			var on uint32
 			if hadOld {
@@ -267,16 +267,16 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 				}
 			}
 		case wasmbin.SectionIDStart:
-			if got, want := r.u32(), remap((&reader{b: old}).u32()); got != want {
+			if got, want := r.u32(), remap(newReader(old).u32()); got != want {
 				tb.Fatalf("start function %d, want %d", got, want)
 			}
 		case wasmbin.SectionIDCode:
 			n := r.u32()
-			if on := (&reader{b: old}).u32(); on != n {
+			if on := newReader(old).u32(); on != n {
 				tb.Fatalf("%d function bodies, want %d", n, on)
 			}
 			for ; n > 0; n-- {
-				fr := &reader{b: r.bytes(int(r.u32()))}
+				fr := newReader(r.bytes(int(r.u32())))
 				for l := fr.u32(); l > 0; l-- {
 					fr.u32()
 					fr.valType()
@@ -317,11 +317,11 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 				tb.Fatalf("custom section %q changed", name)
 			}
 		} else {
-			inR, outR := &reader{b: inBodies[i]}, &reader{b: outBodies[j]}
+			inR, outR := newReader(inBodies[i]), newReader(outBodies[j])
 			inR.name()
 			outR.name()
-			want, ok := functionNames(inR.b[inR.pos:])
-			got, ok2 := functionNames(outR.b[outR.pos:])
+			want, ok := functionNames(inR.b[inR.pos():])
+			got, ok2 := functionNames(outR.b[outR.pos():])
 			if !ok2 {
 				tb.Fatal("the name section does not decode")
 			}
@@ -352,18 +352,18 @@ func wantWrapTypes(tb testing.TB, types []byte) [][]byte {
 	}
 	var out [][]byte
 	seen := map[string]bool{}
-	r := &reader{b: types}
+	r := newReader(types)
 	for n := r.u32(); n > 0; n-- {
 		r.byte()
 		for p := r.u32(); p > 0; p-- {
 			r.valType()
 		}
-		start := r.pos
+		start := r.pos()
 		k := r.u32()
 		for i := k; i > 0; i-- {
 			r.valType()
 		}
-		if res := r.b[start:r.pos]; k >= 2 && !seen[string(res)] {
+		if res := r.b[start:r.pos()]; k >= 2 && !seen[string(res)] {
 			seen[string(res)] = true
 			out = append(out, cat([]byte{0x60, 0x00}, res))
 		}
@@ -1291,6 +1291,33 @@ func TestInstrumentMisreadNameSection(t *testing.T) {
 		}
 		if _, bodies := customSections(t, out); len(bodies) != 1 || !bytes.Equal(bodies[0], goodBodies[0]) {
 			t.Errorf("flag %d: a well-formed name section changed", f)
+		}
+	}
+}
+
+// TestInstrumentOverlongNameSection: a name section whose numbers are LEB128
+// longer than their type allows (here a module-name subsection's size, 2,
+// in 6 bytes, where a u32 takes at most 5) is dropped by both modes, as one
+// that does not decode; a well-formed one is kept
+// (TestInstrumentMisreadNameSection). Before FormatVersion 4 the rewriter
+// read such numbers as 64-bit and kept the section: FlagMemory copied it,
+// into an output wazero refuses, and FlagBudget re-encoded it.
+func TestInstrumentOverlongNameSection(t *testing.T) {
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	names := []byte{4, 'n', 'a', 'm', 'e', 0, 0x82, 0x80, 0x80, 0x80, 0x80, 0x00, 1, 'm'}
+	wasm := mod(sec(1, 1, 0x60, 0, 0), sec(3, 1, 0), sec(10, 1, 2, 0, 0x0b), sec(0, names...))
+	for _, f := range []Flag{FlagMemory, FlagBudget} {
+		out, err := InstrumentWith(wasm, f)
+		if err != nil {
+			t.Fatalf("flag %d: %v", f, err)
+		}
+		if names, _ := customSections(t, out); len(names) != 0 {
+			t.Errorf("flag %d: the name section was kept", f)
+		}
+		if _, err := r.CompileModule(ctx, out); err != nil {
+			t.Errorf("flag %d: %v", f, err)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (w *rewriter) checkExportedMemories(exports []export) {
 // checkData refuses an active data segment that names a memory index the
 // module does not have: after the rewrite it would initialise the flag.
 func (w *rewriter) checkData(body []byte) {
-	r := &reader{b: body}
+	r := newReader(body)
 	for n := r.u32(); n > 0; n-- {
 		switch flags := r.u32(); flags {
 		case 0: // active, memory 0

@@ -59,7 +59,7 @@ func decode(wasm []byte) *module {
 		fail("not a WebAssembly 1.0 binary")
 	}
 	m := &module{have: map[byte]bool{}}
-	r := &reader{b: wasm, pos: 8}
+	r := newReaderAt(wasm, 8)
 	for !r.done() {
 		id := r.byte()
 		n := r.u32()
@@ -80,9 +80,9 @@ func decode(wasm []byte) *module {
 		case wasmbin.SectionIDImport:
 			m.imports = countImports(s.body)
 		case wasmbin.SectionIDGlobal:
-			m.globals = (&reader{b: s.body}).u32()
+			m.globals = newReader(s.body).u32()
 		case wasmbin.SectionIDMemory:
-			m.memories = (&reader{b: s.body}).u32()
+			m.memories = newReader(s.body).u32()
 		case wasmbin.SectionIDExport:
 			m.exports = readExports(s.body)
 		}
@@ -92,14 +92,14 @@ func decode(wasm []byte) *module {
 
 // readExports decodes an export section.
 func readExports(body []byte) []export {
-	r := &reader{b: body}
+	r := newReader(body)
 	var exports []export
 	for n := r.u32(); n > 0; n-- {
-		start := r.pos
+		start := r.pos()
 		var e export
 		e.name = r.name()
 		e.kind = r.byte()
-		e.head = r.b[start:r.pos]
+		e.head = r.b[start:r.pos()]
 		e.idx = r.u32()
 		exports = append(exports, e)
 	}
@@ -119,7 +119,7 @@ type imports struct {
 }
 
 func countImports(body []byte) imports {
-	r := &reader{b: body}
+	r := newReader(body)
 	var n imports
 	for k := r.u32(); k > 0; k-- {
 		if r.name() == YieldModule {
@@ -171,7 +171,7 @@ type sig struct {
 // entry but a function type: a recursion group (GC) holds several types,
 // so the entries would not count the type indices.
 func funcTypeInfo(body []byte) []sig {
-	r := &reader{b: body}
+	r := newReader(body)
 	var sigs []sig
 	for k := r.u32(); k > 0; k-- {
 		if form := r.byte(); form != wasmbin.TypeFormFunc {
@@ -183,11 +183,11 @@ func funcTypeInfo(body []byte) []sig {
 			s.class(0, r.valType())
 		}
 		s.results = r.u32()
-		start := r.pos
+		start := r.pos()
 		for i := s.results; i > 0; i-- {
 			s.class(1, r.valType())
 		}
-		s.res = r.b[start:r.pos]
+		s.res = r.b[start:r.pos()]
 		switch s.results {
 		case 0:
 			s.bt = []byte{wasmbin.BlockTypeEmpty}
@@ -216,7 +216,7 @@ func (s *sig) class(i int, c byte) {
 // readU32Vec reads a section that is a vector of u32 (the function
 // section).
 func readU32Vec(body []byte) []uint32 {
-	r := &reader{b: body}
+	r := newReader(body)
 	var v []uint32
 	for n := r.u32(); n > 0; n-- {
 		v = append(v, r.u32())
@@ -229,10 +229,10 @@ func readU32Vec(body []byte) []uint32 {
 // memory with 64-bit indices: its bulk instructions take an i64 length,
 // which the i32 local that charges it cannot hold.
 func hasLimits64(id byte, body []byte) bool {
-	r := &reader{b: body}
+	r := newReader(body)
 	for n := r.u32(); n > 0; n-- {
 		if id == wasmbin.SectionIDTable {
-			if !r.done() && r.b[r.pos] == wasmbin.TableWithInit {
+			if !r.done() && r.peek() == wasmbin.TableWithInit {
 				r.byte()
 				r.byte()
 				r.refType()

@@ -116,7 +116,7 @@ func (a *frameAnalysis) decode(code []byte) (ok bool) {
 	}()
 	w := a.w
 	a.ins, a.targets = a.ins[:0], a.targets[:0]
-	r := &reader{b: code}
+	r := newReader(code)
 	open := []int32{-1} // the structures open, by first instruction; -1: the function
 	target := func(l uint32) int32 {
 		if uint64(l) >= uint64(len(open)) {

@@ -6,7 +6,7 @@ import "errors"
 // instrumented modules key the cache by it: bump it whenever InstrumentWith's
 // output for some input changes (the golden tests pin the bytes, so such a
 // change fails them first).
-const FormatVersion = 3
+const FormatVersion = 4
 
 // MemoryName is the export name of the interrupt flag's memory in
 // FlagMemory mode. Both modes refuse a module that already exports it.

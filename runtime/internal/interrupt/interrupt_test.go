@@ -167,7 +167,7 @@ func rawSections(tb testing.TB, wasm []byte) []section {
 				err = fmt.Errorf("%v", r)
 			}
 		}()
-		r := &reader{b: wasm, pos: 8}
+		r := newReaderAt(wasm, 8)
 		for !r.done() {
 			id := r.byte()
 			secs = append(secs, section{id, r.bytes(int(r.u32()))})
@@ -187,7 +187,7 @@ func memoryCount(tb testing.TB, wasm []byte) (imported, defined uint32) {
 		case wasmbin.SectionIDImport:
 			imported = countImports(s.body).memories
 		case wasmbin.SectionIDMemory:
-			defined = (&reader{b: s.body}).u32()
+			defined = newReader(s.body).u32()
 		}
 	}
 	return imported, defined
@@ -224,7 +224,7 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 			tb.Fatalf("section %d out of order or repeated", s.id)
 		}
 		last = order[s.id]
-		r := &reader{b: s.body}
+		r := newReader(s.body)
 		switch s.id {
 		case wasmbin.SectionIDMemory:
 			sawMemory = true
@@ -234,7 +234,7 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 			if !bytes.HasSuffix(s.body, []byte{0x01, 0x01, 0x01}) {
 				tb.Fatalf("the last memory is not limits 1..1: % x", s.body)
 			}
-			if old, ok := inByID[wasmbin.SectionIDMemory]; ok && !bytes.Equal(s.body[r.pos:len(s.body)-3], old[(&reader{b: old}).skipU32():]) {
+			if old, ok := inByID[wasmbin.SectionIDMemory]; ok && !bytes.Equal(s.body[r.pos():len(s.body)-3], old[newReader(old).skipU32():]) {
 				tb.Fatal("the original memories changed")
 			}
 		case wasmbin.SectionIDExport:
@@ -256,8 +256,8 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 		case wasmbin.SectionIDCode:
 			sawCode = true
 			n := r.u32()
-			if old, ok := inByID[wasmbin.SectionIDCode]; ok && (&reader{b: old}).u32() != n {
-				tb.Fatalf("%d function bodies, want %d", n, (&reader{b: old}).u32())
+			if old, ok := inByID[wasmbin.SectionIDCode]; ok && newReader(old).u32() != n {
+				tb.Fatalf("%d function bodies, want %d", n, newReader(old).u32())
 			}
 			for ; n > 0; n-- {
 				r.bytes(int(r.u32()))
@@ -276,7 +276,7 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 	}
 }
 
-func (r *reader) skipU32() int { r.u32(); return r.pos }
+func (r *reader) skipU32() int { r.u32(); return r.pos() }
 
 // wabt returns the path of a wabt tool, skipping the test without it.
 func wabt(tb testing.TB, tool string) string {

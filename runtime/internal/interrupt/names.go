@@ -17,8 +17,8 @@ func dropMisreadNames(secs []section) []section {
 	out := secs[:0]
 	for _, s := range secs {
 		if s.id == wasmbin.SectionIDCustom {
-			r := &reader{b: s.body}
-			if r.name() == "name" && !namesWellFormed(r.b[r.pos:]) {
+			r := newReader(s.body)
+			if r.name() == "name" && !namesWellFormed(r.b[r.pos():]) {
 				continue
 			}
 		}
@@ -39,10 +39,10 @@ func namesWellFormed(b []byte) (ok bool) {
 			ok = false
 		}
 	}()
-	r := &reader{b: b}
+	r := newReader(b)
 	for !r.done() {
 		id := r.byte()
-		sub := &reader{b: r.bytes(int(r.u32()))}
+		sub := newReader(r.bytes(int(r.u32())))
 		switch id {
 		case nameModule:
 			sub.name()
@@ -72,13 +72,13 @@ func (w *rewriter) remapNameSections(secs []section) []section {
 	out := secs[:0]
 	for _, s := range secs {
 		if s.id == wasmbin.SectionIDCustom {
-			r := &reader{b: s.body}
+			r := newReader(s.body)
 			if r.name() == "name" {
-				names, ok := w.remapNames(r.b[r.pos:])
+				names, ok := w.remapNames(r.b[r.pos():])
 				if !ok {
 					continue
 				}
-				s.body = append(append([]byte{}, r.b[:r.pos]...), names...)
+				s.body = append(append([]byte{}, r.b[:r.pos()]...), names...)
 			}
 		}
 		out = append(out, s)
@@ -110,10 +110,10 @@ func (w *rewriter) remapNames(body []byte) (out []byte, ok bool) {
 			panic(r)
 		}
 	}()
-	r := &reader{b: body}
+	r := newReader(body)
 	for !r.done() {
 		id := r.byte()
-		sub := &reader{b: r.bytes(int(r.u32()))}
+		sub := newReader(r.bytes(int(r.u32())))
 		var b []byte
 		switch {
 		case id == nameFunctions:
@@ -150,9 +150,9 @@ func appendNameMap(out []byte, r *reader, idx func(uint32) uint32) []byte {
 			i = idx(i)
 		}
 		out = wasmbin.AppendUint64(out, uint64(i))
-		start := r.pos
+		start := r.pos()
 		r.name()
-		out = append(out, r.b[start:r.pos]...)
+		out = append(out, r.b[start:r.pos()]...)
 	}
 	return out
 }

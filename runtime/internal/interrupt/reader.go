@@ -1,63 +1,90 @@
 package interrupt
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
+// decodeError is what fail panics with; instrumentWith recovers it as an
+// ErrUnsupported error.
 type decodeError string
 
 func fail(msg string) { panic(decodeError(msg)) }
 
-type reader struct {
-	b   []byte
-	pos int
+// must fails with err, if any. A reader's offsets are those of the slice
+// it reads (a section, a function body), not the module's, so only the
+// message is kept.
+func must(err error) {
+	var e *wasmbin.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &e):
+		fail(e.Msg)
+	default:
+		fail(err.Error())
+	}
 }
 
-func (r *reader) done() bool { return r.pos >= len(r.b) }
+// reader is a wasmbin.Reader whose errors fail: the passes read a module
+// as straight-line code and refuse it at the first error. b is the slice it
+// reads, for the passes that copy what they read (b[start:r.pos()]).
+type reader struct {
+	wasmbin.Reader
+	b []byte
+}
+
+func newReader(b []byte) *reader { return &reader{Reader: wasmbin.NewReader(b, 0), b: b} }
+
+// pos is the index in b of the next byte.
+func (r *reader) pos() int { return r.Offset() }
+
+func (r *reader) done() bool { return r.Done() }
 
 func (r *reader) byte() byte {
-	if r.pos >= len(r.b) {
-		fail("unexpected end of module")
-	}
-	c := r.b[r.pos]
-	r.pos++
+	c, err := r.Byte()
+	must(err)
+	return c
+}
+
+// peek returns the next byte without reading it.
+func (r *reader) peek() byte {
+	c, err := r.Peek()
+	must(err)
 	return c
 }
 
 func (r *reader) bytes(n int) []byte {
-	if n < 0 || r.pos+n > len(r.b) {
-		fail("unexpected end of module")
+	if n < 0 {
+		fail("negative length")
 	}
-	b := r.b[r.pos : r.pos+n]
-	r.pos += n
+	b, err := r.Bytes(uint64(n))
+	must(err)
 	return b
 }
 
 func (r *reader) u64() uint64 {
-	var v uint64
-	for shift := 0; shift < 70; shift += 7 {
-		c := r.byte()
-		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-	fail("LEB128 too long")
-	return 0
+	v, err := r.U64()
+	must(err)
+	return v
 }
 
 func (r *reader) u32() uint32 {
-	v := r.u64()
-	if v > 1<<32-1 {
-		fail("u32 out of range")
-	}
-	return uint32(v)
+	v, err := r.U32()
+	must(err)
+	return v
 }
 
-func (r *reader) s64() { r.u64() } // the same bytes; the value is not needed
+// s64 skips a signed LEB128 number of up to 64 bits (the value is not
+// needed).
+func (r *reader) s64() {
+	_, err := r.S64()
+	must(err)
+}
 
+// name reads a name's bytes. They are not checked for UTF-8: a name
+// section's names are copied as they are.
 func (r *reader) name() string { return string(r.bytes(int(r.u32()))) }
 
 // valType reads a value type and returns its first byte.
@@ -69,7 +96,8 @@ func (r *reader) valType() byte {
 	case wasmbin.ValueTypeExnref: // exception handling, which wazero decodes
 		return c
 	case wasmbin.ValueTypeRefNull, wasmbin.ValueTypeRef: // (ref null ht), (ref ht)
-		r.s64()
+		_, err := r.S33()
+		must(err)
 		return c
 	default:
 		fail(fmt.Sprintf("unknown value type 0x%02x", c))
@@ -84,7 +112,7 @@ func (r *reader) refType() { r.valType() }
 func (r *reader) limits() byte {
 	flags := r.byte()
 	r.u64()
-	if flags&1 != 0 {
+	if flags&wasmbin.LimitsHasMax != 0 {
 		r.u64()
 	}
 	return flags
@@ -104,35 +132,30 @@ func (r *reader) memArg() (flags, mem uint32) {
 
 // typeIndex reads a block type's type index (s33), refusing a negative one.
 func (r *reader) typeIndex() uint32 {
-	var v int64
-	var shift uint
-	for {
-		c := r.byte()
-		v |= int64(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if c&0x40 != 0 || v >= 1<<32 {
-				fail("block type out of range")
-			}
-			return uint32(v)
-		}
-		if shift >= 35 {
-			fail("LEB128 too long")
-		}
+	v, err := r.S33()
+	must(err)
+	if v < 0 {
+		fail("block type out of range")
 	}
+	return uint32(v)
 }
 
 func (r *reader) blockType() {
-	if r.done() {
-		fail("unexpected end of module")
-	}
-	switch c := r.b[r.pos]; c {
+	switch r.peek() {
 	case wasmbin.BlockTypeEmpty, wasmbin.ValueTypeI32, wasmbin.ValueTypeI64, wasmbin.ValueTypeF32, wasmbin.ValueTypeF64,
 		wasmbin.ValueTypeV128, wasmbin.ValueTypeFuncref, wasmbin.ValueTypeExternref:
-		r.pos++
+		r.byte()
 	case wasmbin.ValueTypeRefNull, wasmbin.ValueTypeRef: // (ref null ht), (ref ht): a value type of two bytes or more
 		r.valType()
-	default:
-		r.s64() // a type index as s33
+	default: // a type index, or exnref's 0x69, as s33
+		_, err := r.S33()
+		must(err)
 	}
+}
+
+// newReaderAt reads b from index pos.
+func newReaderAt(b []byte, pos int) *reader {
+	r := newReader(b)
+	r.bytes(pos)
+	return r
 }

@@ -19,7 +19,7 @@ func (w *rewriter) remapSection(m *module, s section) []byte {
 	case wasmbin.SectionIDExport:
 		return w.remapExports(m.exports)
 	case wasmbin.SectionIDStart:
-		r := &reader{b: body}
+		r := newReader(body)
 		out := wasmbin.AppendUint64(nil, uint64(w.fn(r.u32())))
 		end(r)
 		return out
@@ -35,7 +35,7 @@ func (w *rewriter) remapSection(m *module, s section) []byte {
 // ref.func and checking global indices.
 func (w *rewriter) copyConstExpr(r *reader, out []byte) []byte {
 	for {
-		start := r.pos
+		start := r.pos()
 		op := r.byte()
 		switch {
 		case op == wasmbin.OpcodeEnd:
@@ -49,19 +49,19 @@ func (w *rewriter) copyConstExpr(r *reader, out []byte) []byte {
 		default:
 			w.immediates(r, op)
 		}
-		out = append(out, r.b[start:r.pos]...)
+		out = append(out, r.b[start:r.pos()]...)
 	}
 }
 
 // remapTables: a table with an initialiser (function references: 0x40
 // 0x00 reftype limits expr) may name a function in it.
 func (w *rewriter) remapTables(body []byte) []byte {
-	r := &reader{b: body}
+	r := newReader(body)
 	n := r.u32()
 	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
-		start := r.pos
-		withInit := !r.done() && r.b[r.pos] == wasmbin.TableWithInit
+		start := r.pos()
+		withInit := !r.done() && r.peek() == wasmbin.TableWithInit
 		if withInit {
 			r.byte()
 			if r.byte() != 0 {
@@ -70,7 +70,7 @@ func (w *rewriter) remapTables(body []byte) []byte {
 		}
 		r.refType()
 		r.limits()
-		out = append(out, r.b[start:r.pos]...)
+		out = append(out, r.b[start:r.pos()]...)
 		if withInit {
 			out = w.copyConstExpr(r, out)
 		}
@@ -80,14 +80,14 @@ func (w *rewriter) remapTables(body []byte) []byte {
 }
 
 func (w *rewriter) remapGlobals(body []byte) []byte {
-	r := &reader{b: body}
+	r := newReader(body)
 	n := r.u32()
 	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
-		start := r.pos
+		start := r.pos()
 		r.valType()
 		r.byte() // mutability
-		out = append(out, r.b[start:r.pos]...)
+		out = append(out, r.b[start:r.pos()]...)
 		out = w.copyConstExpr(r, out)
 	}
 	end(r)
@@ -116,11 +116,11 @@ func (w *rewriter) remapExports(exports []export) []byte {
 // passive or declarative, bit 1 an explicit table index (active) or
 // declarative, bit 2 expressions instead of function indices.
 func (w *rewriter) remapElements(body []byte) []byte {
-	r := &reader{b: body}
+	r := newReader(body)
 	n := r.u32()
 	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
-		start := r.pos
+		start := r.pos()
 		flags := r.u32()
 		if flags > 7 {
 			fail(fmt.Sprintf("unknown element segment flags %d", flags))
@@ -128,12 +128,12 @@ func (w *rewriter) remapElements(body []byte) []byte {
 		if flags&3 == 2 { // active, explicit table index
 			r.u32()
 		}
-		out = append(out, r.b[start:r.pos]...)
+		out = append(out, r.b[start:r.pos()]...)
 		if flags&1 == 0 { // active: the offset
 			out = w.copyConstExpr(r, out)
 		}
 		if flags&3 != 0 { // an element kind or a reference type follows
-			start = r.pos
+			start = r.pos()
 			if flags&4 == 0 {
 				if kind := r.byte(); kind != wasmbin.ExternFunc { // elemkind funcref
 					fail(fmt.Sprintf("unknown element kind %d", kind))
@@ -141,7 +141,7 @@ func (w *rewriter) remapElements(body []byte) []byte {
 			} else {
 				r.refType()
 			}
-			out = append(out, r.b[start:r.pos]...)
+			out = append(out, r.b[start:r.pos()]...)
 		}
 		k := r.u32()
 		out = wasmbin.AppendUint64(out, uint64(k))
@@ -160,27 +160,27 @@ func (w *rewriter) remapElements(body []byte) []byte {
 // remapData copies the data segments, rewriting their offsets as any
 // constant expression (an offset names no function in a valid module).
 func (w *rewriter) remapData(body []byte) []byte {
-	r := &reader{b: body}
+	r := newReader(body)
 	n := r.u32()
 	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
-		start := r.pos
+		start := r.pos()
 		switch flags := r.u32(); flags {
 		case 0: // active, memory 0
-			out = append(out, r.b[start:r.pos]...)
+			out = append(out, r.b[start:r.pos()]...)
 			out = w.copyConstExpr(r, out)
 		case 1: // passive
-			out = append(out, r.b[start:r.pos]...)
+			out = append(out, r.b[start:r.pos()]...)
 		case 2: // active, explicit memory
 			r.u32()
-			out = append(out, r.b[start:r.pos]...)
+			out = append(out, r.b[start:r.pos()]...)
 			out = w.copyConstExpr(r, out)
 		default:
 			fail(fmt.Sprintf("unknown data segment flags %d", flags))
 		}
-		start = r.pos
+		start = r.pos()
 		r.bytes(int(r.u32()))
-		out = append(out, r.b[start:r.pos]...)
+		out = append(out, r.b[start:r.pos()]...)
 	}
 	end(r)
 	return out

@@ -222,10 +222,10 @@ func after(id, want byte) bool {
 }
 
 func appendToVec(body []byte, items ...[]byte) []byte {
-	r := &reader{b: body}
+	r := newReader(body)
 	n := r.u32()
 	out := wasmbin.AppendUint64(nil, uint64(n)+uint64(len(items)))
-	out = append(out, body[r.pos:]...)
+	out = append(out, body[r.pos():]...)
 	for _, it := range items {
 		out = append(out, it...)
 	}
@@ -284,17 +284,17 @@ type rewriter struct {
 // instrumentCode rewrites the code section, placing the checks as place.go
 // says.
 func (w *rewriter) instrumentCode(body []byte) []byte {
-	r := &reader{b: body}
+	r := newReader(body)
 	n := r.u32()
 	out := append(make([]byte, 0, len(body)+len(body)/8), wasmbin.AppendUint64(nil, uint64(n))...)
 	var fn []byte
 	for d := 0; n > 0; n, d = n-1, d+1 {
 		size := r.u32()
-		fr := &reader{b: r.bytes(int(size))}
+		fr := newReader(r.bytes(int(size)))
 		fn = fn[:0]
 		// Locals.
 		groups := fr.u32()
-		groupsEnd := fr.pos
+		groupsEnd := fr.pos()
 		var locals uint64
 		v128 := false
 		for l := groups; l > 0; l-- {
@@ -307,9 +307,9 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 			if d >= len(w.results) {
 				fail("more function bodies than functions")
 			}
-			w.place.placeFunction(fr.b[fr.pos:], w.results[d])
-			fn = append(fn, fr.b[:fr.pos]...)
-			fn = w.place.emit(fr.b[fr.pos:], fn)
+			w.place.placeFunction(fr.b[fr.pos():], w.results[d])
+			fn = append(fn, fr.b[:fr.pos()]...)
+			fn = w.place.emit(fr.b[fr.pos():], fn)
 		}
 		out = wasmbin.AppendUint64(out, uint64(len(fn)))
 		out = append(out, fn...)

@@ -361,7 +361,7 @@ func decodeBody(fr *reader) []instr {
 	w := &rewriter{globals: noLimit, memories: noLimit}
 	var out []instr
 	for !fr.done() {
-		in := instr{start: fr.pos}
+		in := instr{start: fr.pos()}
 		in.op = fr.byte()
 		switch in.op {
 		case 0x03:
@@ -371,7 +371,7 @@ func decodeBody(fr *reader) []instr {
 		default:
 			w.immediates(fr, in.op)
 		}
-		in.end = fr.pos
+		in.end = fr.pos()
 		out = append(out, in)
 	}
 	return out
@@ -398,16 +398,16 @@ func stackCode(ins []instr, s uint32) int {
 }
 
 func countCode(body []byte, g uint32, inc []byte) []byte {
-	r := &reader{b: body}
+	r := newReader(body)
 	n := r.u32()
 	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
-		fr := &reader{b: r.bytes(int(r.u32()))}
+		fr := newReader(r.bytes(int(r.u32())))
 		for l := fr.u32(); l > 0; l-- {
 			fr.u32()
 			fr.valType()
 		}
-		fn := append([]byte{}, fr.b[:fr.pos]...)
+		fn := append([]byte{}, fr.b[:fr.pos()]...)
 		ins := decodeBody(fr)
 		depth := -1 // inside a check: the if depth; -1 outside
 		for i := 0; i < len(ins); i++ {
