@@ -18,6 +18,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // ---- FlagBudget ----
@@ -30,9 +32,9 @@ import (
 //	  i32.const 524288; global.set g; call y
 //	end
 func wantBudgetCheck(g, y, w uint32) []byte {
-	x := leb(uint64(g))
-	return cat([]byte{0x23}, x, []byte{0x41}, sleb(int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
-		[]byte{0x41, 0x01, 0x48, 0x04, 0x40, 0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
+	x := wasmbin.AppendUint64(nil, uint64(g))
+	return cat([]byte{0x23}, x, []byte{0x41}, wasmbin.AppendInt64(nil, int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
+		[]byte{0x41, 0x01, 0x48, 0x04, 0x40, 0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, wasmbin.AppendUint64(nil, uint64(y)), []byte{0x0b})
 }
 
 // wantStackEnter spells out a counted function's entry taking e bytes from
@@ -40,8 +42,8 @@ func wantBudgetCheck(g, y, w uint32) []byte {
 //
 //	global.get g; i32.const e; i32.sub; global.set g
 func wantStackEnter(g uint32, e int64) []byte {
-	x := leb(uint64(g))
-	return cat([]byte{0x23}, x, []byte{0x41}, sleb(e), []byte{0x6b, 0x24}, x)
+	x := wasmbin.AppendUint64(nil, uint64(g))
+	return cat([]byte{0x23}, x, []byte{0x41}, wasmbin.AppendInt64(nil, e), []byte{0x6b, 0x24}, x)
 }
 
 // wantStackCheck spells out the first check of a counted function, for
@@ -53,25 +55,27 @@ func wantStackEnter(g uint32, e int64) []byte {
 //	  i32.const 524288; global.set g; call y
 //	end
 func wantStackCheck(g, y, s, w uint32) []byte {
-	x, z := leb(uint64(g)), leb(uint64(s))
-	return cat([]byte{0x23}, x, []byte{0x41}, sleb(int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
+	x, z := wasmbin.AppendUint64(nil, uint64(g)), wasmbin.AppendUint64(nil, uint64(s))
+	return cat([]byte{0x23}, x, []byte{0x41}, wasmbin.AppendInt64(nil, int64(w)), []byte{0x6b, 0x24}, x, []byte{0x23}, x,
 		[]byte{0x41, 1, 0x6b, 0x23}, z, []byte{0x72, 0x41, 0, 0x48, 0x04, 0x40, 0x23}, z, []byte{0x41, 0, 0x48, 0x04, 0x40, 0x00, 0x0b},
-		[]byte{0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, leb(uint64(y)), []byte{0x0b})
+		[]byte{0x41, 0x80, 0x80, 0x20, 0x24}, x, []byte{0x10}, wasmbin.AppendUint64(nil, uint64(y)), []byte{0x0b})
 }
 
 // wantStackExit: global.get g; i32.const e; i32.add; global.set g.
 func wantStackExit(g uint32, e int64) []byte {
-	x := leb(uint64(g))
-	return cat([]byte{0x23}, x, []byte{0x41}, sleb(e), []byte{0x6a, 0x24}, x)
+	x := wasmbin.AppendUint64(nil, uint64(g))
+	return cat([]byte{0x23}, x, []byte{0x41}, wasmbin.AppendInt64(nil, e), []byte{0x6a, 0x24}, x)
 }
 
 // wantStackGlobal is the stack counter's global: (mut i32) (i32.const
 // StackLimit).
-func wantStackGlobal() []byte { return cat([]byte{0x7f, 0x01, 0x41}, sleb(StackLimit), []byte{0x0b}) }
+func wantStackGlobal() []byte {
+	return cat([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, StackLimit), []byte{0x0b})
+}
 
 // wantStackExport is the export of global g as StackName.
 func wantStackExport(g uint32) []byte {
-	return cat([]byte{byte(len(StackName))}, []byte(StackName), []byte{0x03}, leb(uint64(g)))
+	return cat([]byte{byte(len(StackName))}, []byte(StackName), []byte{0x03}, wasmbin.AppendUint64(nil, uint64(g)))
 }
 
 // wantBudgetLines is the check as wasm2wat --no-debug-names prints it; "*"
@@ -83,9 +87,9 @@ func wantBudgetLines(g, y uint32) []string {
 
 // yieldImport is the import entry FlagBudget appends, with type t.
 func yieldImport(t uint32) []byte {
-	e := append(leb(uint64(len(YieldModule))), YieldModule...)
-	e = append(append(e, leb(uint64(len(YieldName)))...), YieldName...)
-	return append(append(e, 0x00), leb(uint64(t))...)
+	e := append(wasmbin.AppendUint64(nil, uint64(len(YieldModule))), YieldModule...)
+	e = append(wasmbin.AppendUint64(e, uint64(len(YieldName))), YieldName...)
+	return append(append(e, 0x00), wasmbin.AppendUint64(nil, uint64(t))...)
 }
 
 // budgetFixtures: the package's fixtures, the runtime's ABI fixtures and
@@ -117,14 +121,14 @@ type moduleFacts struct {
 func facts(tb testing.TB, wasm []byte) moduleFacts {
 	var f moduleFacts
 	for _, s := range rawSections(tb, wasm) {
-		r := &reader{b: s.body}
+		r := newReader(s.body)
 		switch s.id {
-		case secType:
+		case wasmbin.SectionIDType:
 			f.types = r.u32()
-		case secImport:
+		case wasmbin.SectionIDImport:
 			f.imports = r.u32()
 			f.imported = countImports(s.body)
-		case secGlobal:
+		case wasmbin.SectionIDGlobal:
 			f.definedGlobals = r.u32()
 		}
 	}
@@ -134,8 +138,8 @@ func facts(tb testing.TB, wasm []byte) moduleFacts {
 // customSections returns a module's custom sections (name, body) in order.
 func customSections(tb testing.TB, wasm []byte) (names []string, bodies [][]byte) {
 	for _, s := range rawSections(tb, wasm) {
-		if s.id == secCustom {
-			r := &reader{b: s.body}
+		if s.id == wasmbin.SectionIDCustom {
+			r := newReader(s.body)
 			names = append(names, r.name())
 			bodies = append(bodies, s.body)
 		}
@@ -152,10 +156,10 @@ func functionNames(body []byte) (names map[uint32]string, ok bool) {
 		}
 	}()
 	names = map[uint32]string{}
-	r := &reader{b: body}
+	r := newReader(body)
 	for !r.done() {
 		id := r.byte()
-		sub := &reader{b: r.bytes(int(r.u32()))}
+		sub := newReader(r.bytes(int(r.u32())))
 		if id != 1 {
 			continue
 		}
@@ -194,17 +198,17 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 	}
 	inByID := map[byte][]byte{}
 	for _, s := range rawSections(tb, in) {
-		if s.id != secCustom {
+		if s.id != wasmbin.SectionIDCustom {
 			inByID[s.id] = s.body
 		}
 	}
 	// vecTail returns the bytes of a vector's items, after its count.
-	vecTail := func(body []byte) []byte { return body[(&reader{b: body}).skipU32():] }
+	vecTail := func(body []byte) []byte { return body[newReader(body).skipU32():] }
 	order := map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
 	last := 0
 	seen := map[byte]bool{}
 	for _, s := range rawSections(tb, out) {
-		if s.id == secCustom {
+		if s.id == wasmbin.SectionIDCustom {
 			continue
 		}
 		if order[s.id] <= last {
@@ -212,7 +216,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 		}
 		last = order[s.id]
 		seen[s.id] = true
-		r := &reader{b: s.body}
+		r := newReader(s.body)
 		old, hadOld := inByID[s.id]
 		appended := func(wantCount uint32, items ...[]byte) {
 			tb.Helper()
@@ -223,24 +227,24 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			if !bytes.HasSuffix(s.body, item) {
 				tb.Fatalf("section %d does not end with % x: % x", s.id, item, s.body)
 			}
-			if hadOld && !bytes.Equal(s.body[r.pos:len(s.body)-len(item)], vecTail(old)) {
+			if hadOld && !bytes.Equal(s.body[r.pos():len(s.body)-len(item)], vecTail(old)) {
 				tb.Fatalf("section %d: the original items changed", s.id)
 			}
 		}
 		switch s.id {
-		case secType:
-			appended(f.types, append([][]byte{{0x60, 0x00, 0x00}}, wantWrapTypes(tb, inByID[secType])...)...)
-		case secImport:
+		case wasmbin.SectionIDType:
+			appended(f.types, append([][]byte{{0x60, 0x00, 0x00}}, wantWrapTypes(tb, inByID[wasmbin.SectionIDType])...)...)
+		case wasmbin.SectionIDImport:
 			appended(f.imports, yieldImport(f.types))
-		case secGlobal:
+		case wasmbin.SectionIDGlobal:
 			if n := r.u32(); n != f.definedGlobals+2 {
 				tb.Fatalf("%d globals defined, want %d", n, f.definedGlobals+2)
 			}
-			if !bytes.HasSuffix(s.body, cat([]byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b, 0x7f, 0x01, 0x41}, sleb(StackLimit), []byte{0x0b})) {
+			if !bytes.HasSuffix(s.body, cat([]byte{0x7f, 0x01, 0x41, 0x80, 0x80, 0x20, 0x0b, 0x7f, 0x01, 0x41}, wasmbin.AppendInt64(nil, StackLimit), []byte{0x0b})) {
 				tb.Fatalf("the last globals are not (mut i32) (i32.const %d) (mut i32) (i32.const %d): % x", Budget, StackLimit, s.body)
 			}
-		case secExport:
-			or := &reader{b: old}
+		case wasmbin.SectionIDExport:
+			or := newReader(old)
 			n := r.u32()
 			var on uint32
 			if hadOld {
@@ -249,7 +253,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			if n != on+1 {
 				tb.Fatalf("%d exports, want %d", n, on+1)
 			}
-			if !bytes.HasSuffix(s.body, exportEntry(StackName, kindGlobal, f.imported.globals+f.definedGlobals+1)) {
+			if !bytes.HasSuffix(s.body, exportEntry(StackName, wasmbin.ExternGlobal, f.imported.globals+f.definedGlobals+1)) {
 				tb.Fatalf("the last export is not the stack counter: % x", s.body)
 			}
 			for n--; n > 0; n-- {
@@ -262,23 +266,23 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 					tb.Fatalf("export %q kind %d index %d, want %q kind %d index %d", name, kind, idx, oname, okind, oidx)
 				}
 			}
-		case secStart:
-			if got, want := r.u32(), remap((&reader{b: old}).u32()); got != want {
+		case wasmbin.SectionIDStart:
+			if got, want := r.u32(), remap(newReader(old).u32()); got != want {
 				tb.Fatalf("start function %d, want %d", got, want)
 			}
-		case secCode:
+		case wasmbin.SectionIDCode:
 			n := r.u32()
-			if on := (&reader{b: old}).u32(); on != n {
+			if on := newReader(old).u32(); on != n {
 				tb.Fatalf("%d function bodies, want %d", n, on)
 			}
 			for ; n > 0; n-- {
-				fr := &reader{b: r.bytes(int(r.u32()))}
+				fr := newReader(r.bytes(int(r.u32())))
 				for l := fr.u32(); l > 0; l-- {
 					fr.u32()
 					fr.valType()
 				}
 			}
-		case secTable, secElement, secData:
+		case wasmbin.SectionIDTable, wasmbin.SectionIDElement, wasmbin.SectionIDData:
 			// Function indices rewritten: the remap and wabt tests check them.
 		default:
 			if !bytes.Equal(s.body, old) {
@@ -291,7 +295,7 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			tb.Fatalf("section %d vanished", id)
 		}
 	}
-	for _, id := range []byte{secType, secImport, secGlobal, secExport} {
+	for _, id := range []byte{wasmbin.SectionIDType, wasmbin.SectionIDImport, wasmbin.SectionIDGlobal, wasmbin.SectionIDExport} {
 		if !seen[id] {
 			tb.Fatalf("no section %d", id)
 		}
@@ -313,11 +317,11 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 				tb.Fatalf("custom section %q changed", name)
 			}
 		} else {
-			inR, outR := &reader{b: inBodies[i]}, &reader{b: outBodies[j]}
+			inR, outR := newReader(inBodies[i]), newReader(outBodies[j])
 			inR.name()
 			outR.name()
-			want, ok := functionNames(inR.b[inR.pos:])
-			got, ok2 := functionNames(outR.b[outR.pos:])
+			want, ok := functionNames(inR.b[inR.pos():])
+			got, ok2 := functionNames(outR.b[outR.pos():])
 			if !ok2 {
 				tb.Fatal("the name section does not decode")
 			}
@@ -348,18 +352,18 @@ func wantWrapTypes(tb testing.TB, types []byte) [][]byte {
 	}
 	var out [][]byte
 	seen := map[string]bool{}
-	r := &reader{b: types}
+	r := newReader(types)
 	for n := r.u32(); n > 0; n-- {
 		r.byte()
 		for p := r.u32(); p > 0; p-- {
 			r.valType()
 		}
-		start := r.pos
+		start := r.pos()
 		k := r.u32()
 		for i := k; i > 0; i-- {
 			r.valType()
 		}
-		if res := r.b[start:r.pos]; k >= 2 && !seen[string(res)] {
+		if res := r.b[start:r.pos()]; k >= 2 && !seen[string(res)] {
 			seen[string(res)] = true
 			out = append(out, cat([]byte{0x60, 0x00}, res))
 		}
@@ -543,7 +547,7 @@ func TestInstrumentBudgetGolden(t *testing.T) {
 }
 
 // TestInstrumentBudgetRefuses: a module that names the budget global, that
-// already exports GlobalName or imports from YieldModule, or that the
+// already exports MemoryName or imports from YieldModule, or that the
 // rewriter cannot decode where it must rewrite function indices, is
 // refused.
 func TestInstrumentBudgetRefuses(t *testing.T) {
@@ -562,7 +566,7 @@ func TestInstrumentBudgetRefuses(t *testing.T) {
 		// (global i32 (global.get 0)) referring to itself: G = 1 is refused as well.
 		{"global.get G in a global initialiser", mod(append(typeFunc, sec(6, 1, 0x7f, 0x00, 0x23, 1, 0x0b), code)...), "global index 1"},
 		{"export of global G", mod(append(typeFunc, oneGlobal, sec(7, 1, 1, 'g', 0x03, 1), code)...), "global index 1"},
-		{"export named GlobalName", mod(append(typeFunc, sec(7, append(append([]byte{1, byte(len(GlobalName))}, GlobalName...), 0x00, 0)...), code)...), "already exports"},
+		{"export named MemoryName", mod(append(typeFunc, sec(7, append(append([]byte{1, byte(len(MemoryName))}, MemoryName...), 0x00, 0)...), code)...), "already exports"},
 		{"import from YieldModule", mod(sec(1, 1, 0x60, 0, 0), sec(2, append(append([]byte{1, byte(len(YieldModule))}, YieldModule...), 1, 'z', 0x00, 0)...)), "already imports"},
 		{"unknown element segment flags", mod(append(typeFunc, sec(9, 1, 8, 0), code)...), "element segment flags"},
 		{"unknown element kind", mod(append(typeFunc, sec(9, 1, 1, 0x01, 0), code)...), "element kind"},
@@ -644,7 +648,7 @@ func TestInstrumentBudgetOtherIndices(t *testing.T) {
 //
 //	global.get g; local.get l; i32.const 3; i32.shr_u; i32.sub; global.set g
 func wantBulkCharge(g, l uint32) []byte {
-	x, y := leb(uint64(g)), leb(uint64(l))
+	x, y := wasmbin.AppendUint64(nil, uint64(g)), wasmbin.AppendUint64(nil, uint64(l))
 	return bytes.Join([][]byte{{0x23}, x, {0x20}, y, {0x41, 3, 0x76, 0x6b, 0x24}, x}, nil)
 }
 
@@ -723,7 +727,7 @@ func TestInstrumentBudgetBulk(t *testing.T) {
 	}
 	want0 = append(want0, 0xfc, 9, 0, 0x0b)
 	want1 := cat([]byte{0, 0x3f, 0, 0x1a}, wantBudgetCheck(0, 0, 394), []byte{0x0b})
-	wantCode := append(append(append(append([]byte{2}, leb(uint64(len(want0)))...), want0...), byte(len(want1))), want1...)
+	wantCode := append(append(append(append([]byte{2}, wasmbin.AppendUint64(nil, uint64(len(want0)))...), want0...), byte(len(want1))), want1...)
 	if !bytes.Contains(out, encoded(sec(10, wantCode...))) {
 		t.Fatalf("code section:\n got % x\nwant % x", out, encoded(sec(10, wantCode...)))
 	}
@@ -755,7 +759,7 @@ func nameSection(subs ...[]byte) []byte {
 	body := append([]byte{4}, "name"...)
 	for _, s := range subs {
 		body = append(body, s[0])
-		body = append(body, leb(uint64(len(s)-1))...)
+		body = wasmbin.AppendUint64(body, uint64(len(s)-1))
 		body = append(body, s[1:]...)
 	}
 	return sec(0, body...)
@@ -763,7 +767,7 @@ func nameSection(subs ...[]byte) []byte {
 
 // encoded is a section from sec as it appears in a module: id, size, body.
 func encoded(s []byte) []byte {
-	return append(append([]byte{s[0]}, leb(uint64(len(s)-1))...), s[1:]...)
+	return append(append([]byte{s[0]}, wasmbin.AppendUint64(nil, uint64(len(s)-1))...), s[1:]...)
 }
 
 // TestInstrumentBudgetNames: the name section's function, local and label
@@ -842,27 +846,25 @@ func TestInstrumentBudgetNames(t *testing.T) {
 
 // TestInstrumentRefTypeBlock: a block type (ref null ht) is two bytes
 // (function references); the second, here 0x03, is not an instruction
-// (loop) for any mode.
+// (loop) for either mode.
 func TestInstrumentRefTypeBlock(t *testing.T) {
 	// Four types () -> (); (func block (result (ref null 3)) ref.null 3 end drop)
 	wasm := mod(sec(1, 4, 0x60, 0, 0, 0x60, 0, 0, 0x60, 0, 0, 0x60, 0, 0), sec(3, 1, 0),
 		sec(10, 1, 9, 0, 0x02, 0x63, 0x03, 0xd0, 0x03, 0x0b, 0x1a, 0x0b))
-	for _, f := range []Flag{FlagGlobal, FlagMemory, FlagBudget} {
+	for _, f := range []Flag{FlagMemory, FlagBudget} {
 		out, err := InstrumentWith(wasm, f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var check []byte
 		switch f {
-		case FlagGlobal:
-			check = []byte{0x23, 0, 0x04, 0x40, 0x00, 0x0b}
 		case FlagMemory:
 			check = wantMemoryCheck(0)
 		case FlagBudget:
 			check = wantBudgetCheck(0, 0, 394) // at the exit: 392 + ref.null + drop
 		}
 		if n := bytes.Count(out, check); n != 1 {
-			t.Errorf("flag %d: %d checks, want 1 (FlagGlobal: the entry's; the others: the exit's)", f, n)
+			t.Errorf("flag %d: %d checks, want 1 (the exit's)", f, n)
 		}
 	}
 }
@@ -1204,30 +1206,10 @@ func TestBudgetRemap(t *testing.T) {
 	}
 }
 
-// TestTestdataIsFresh: every committed testdata/*.wasm is what wat2wasm
-// --debug-names makes of its .wat (make fixtures regenerates them).
-func TestTestdataIsFresh(t *testing.T) {
-	wat2wasm := wabt(t, "wat2wasm")
-	sources, _ := filepath.Glob(filepath.Join("testdata", "*.wat"))
-	if len(sources) == 0 {
-		t.Fatal("no .wat in testdata")
-	}
-	for _, src := range sources {
-		out := filepath.Join(t.TempDir(), "out.wasm")
-		if b, err := exec.Command(wat2wasm, "--debug-names", src, "-o", out).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", src, err, b)
-		}
-		want, _ := os.ReadFile(out)
-		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s: the committed .wasm is stale or missing; run make fixtures", src)
-		}
-	}
-}
-
 // BenchmarkLoopCheck: the cost of the check on a tight loop (sum(1e7), one
 // check per iteration) in wazero's compiler, uninstrumented and in
-// FlagGlobal and FlagBudget modes.
+// FlagBudget mode (wazero, without multi-memory, cannot run FlagMemory's
+// output for a module with a memory).
 func BenchmarkLoopCheck(b *testing.B) {
 	ctx := context.Background()
 	wasm, err := os.ReadFile(filepath.Join("testdata", "budget.wasm"))
@@ -1240,7 +1222,6 @@ func BenchmarkLoopCheck(b *testing.B) {
 		f    func([]byte) ([]byte, error)
 	}{
 		{"none", func(b []byte) ([]byte, error) { return b, nil }},
-		{"FlagGlobal", Instrument},
 		{"FlagBudget", func(b []byte) ([]byte, error) { return InstrumentWith(b, FlagBudget) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -1273,7 +1254,7 @@ func BenchmarkLoopCheck(b *testing.B) {
 // function and local names by their content, not their subsection sizes;
 // a subsection that claims more bytes than the section has left makes it
 // read on to the end of the module. The original compiles (the section is
-// last); every mode drops such a section rather than append sections after
+// last); both modes drop such a section rather than append sections after
 // it that wazero would then misread (found by FuzzInstrument). A
 // well-formed name section is kept byte for byte.
 func TestInstrumentMisreadNameSection(t *testing.T) {
@@ -1290,7 +1271,7 @@ func TestInstrumentMisreadNameSection(t *testing.T) {
 	if _, err := r.CompileModule(ctx, bad); err != nil {
 		t.Fatalf("wazero no longer accepts the original: %v", err)
 	}
-	for _, f := range []Flag{FlagGlobal, FlagMemory, FlagBudget} {
+	for _, f := range []Flag{FlagMemory, FlagBudget} {
 		out, err := InstrumentWith(bad, f)
 		if err != nil {
 			t.Fatal(err)
@@ -1310,6 +1291,33 @@ func TestInstrumentMisreadNameSection(t *testing.T) {
 		}
 		if _, bodies := customSections(t, out); len(bodies) != 1 || !bytes.Equal(bodies[0], goodBodies[0]) {
 			t.Errorf("flag %d: a well-formed name section changed", f)
+		}
+	}
+}
+
+// TestInstrumentOverlongNameSection: a name section whose numbers are LEB128
+// longer than their type allows (here a module-name subsection's size, 2,
+// in 6 bytes, where a u32 takes at most 5) is dropped by both modes, as one
+// that does not decode; a well-formed one is kept
+// (TestInstrumentMisreadNameSection). Before FormatVersion 4 the rewriter
+// read such numbers as 64-bit and kept the section: FlagMemory copied it,
+// into an output wazero refuses, and FlagBudget re-encoded it.
+func TestInstrumentOverlongNameSection(t *testing.T) {
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	names := []byte{4, 'n', 'a', 'm', 'e', 0, 0x82, 0x80, 0x80, 0x80, 0x80, 0x00, 1, 'm'}
+	wasm := mod(sec(1, 1, 0x60, 0, 0), sec(3, 1, 0), sec(10, 1, 2, 0, 0x0b), sec(0, names...))
+	for _, f := range []Flag{FlagMemory, FlagBudget} {
+		out, err := InstrumentWith(wasm, f)
+		if err != nil {
+			t.Fatalf("flag %d: %v", f, err)
+		}
+		if names, _ := customSections(t, out); len(names) != 0 {
+			t.Errorf("flag %d: the name section was kept", f)
+		}
+		if _, err := r.CompileModule(ctx, out); err != nil {
+			t.Errorf("flag %d: %v", f, err)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package interrupt
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+)
 
 // The liveness of locals, to count fewer merges in the frame estimate
 // (stack.go).
@@ -87,9 +91,9 @@ func (a *frameAnalysis) mergeBound(code []byte, params uint32, locals uint64) (u
 	for i, in := range a.ins {
 		var m uint64
 		switch {
-		case in.op == 0x03: // loop: every local it assigns
+		case in.op == wasmbin.OpcodeLoop: // loop: every local it assigns
 			m = min(uint64(in.sets), n)
-		case in.op == 0x0b && in.imm >= 0: // the end of a block or if: the live ones
+		case in.op == wasmbin.OpcodeEnd && in.imm >= 0: // the end of a block or if: the live ones
 			m = min(uint64(in.sets), uint64(a.liveIn[i]))
 		default:
 			continue
@@ -112,7 +116,7 @@ func (a *frameAnalysis) decode(code []byte) (ok bool) {
 	}()
 	w := a.w
 	a.ins, a.targets = a.ins[:0], a.targets[:0]
-	r := &reader{b: code}
+	r := newReader(code)
 	open := []int32{-1} // the structures open, by first instruction; -1: the function
 	target := func(l uint32) int32 {
 		if uint64(l) >= uint64(len(open)) {
@@ -123,16 +127,16 @@ func (a *frameAnalysis) decode(code []byte) (ok bool) {
 	for !r.done() {
 		in := fin{op: r.byte(), els: -1}
 		switch op := in.op; op {
-		case 0x02, 0x03, 0x04: // block loop if
+		case wasmbin.OpcodeBlock, wasmbin.OpcodeLoop, wasmbin.OpcodeIf:
 			in.arity = w.place.blockType(r)
 			open = append(open, int32(len(a.ins)))
-		case 0x05: // else
+		case wasmbin.OpcodeElse:
 			s := open[len(open)-1]
-			if s < 0 || a.ins[s].op != 0x04 || a.ins[s].els >= 0 {
+			if s < 0 || a.ins[s].op != wasmbin.OpcodeIf || a.ins[s].els >= 0 {
 				return false
 			}
 			a.ins[s].els = int32(len(a.ins))
-		case 0x0b: // end
+		case wasmbin.OpcodeEnd:
 			s := open[len(open)-1]
 			open = open[:len(open)-1]
 			in.imm = s
@@ -146,26 +150,28 @@ func (a *frameAnalysis) decode(code []byte) (ok bool) {
 			if p := open[len(open)-1]; p >= 0 {
 				a.ins[p].sets += st.sets
 			}
-		case 0x0c, 0x0d: // br, br_if
+		case wasmbin.OpcodeBr, wasmbin.OpcodeBrIf:
 			in.imm = target(r.u32())
-		case 0x0e: // br_table
+		case wasmbin.OpcodeBrTable:
 			in.tbl = int32(len(a.targets))
 			for k := r.u32() + 1; k > 0; k-- {
 				a.targets = append(a.targets, target(r.u32()))
 			}
 			in.n = int32(len(a.targets)) - in.tbl
-		case 0x20, 0x21, 0x22: // local.get, local.set, local.tee
+		case wasmbin.OpcodeLocalGet, wasmbin.OpcodeLocalSet, wasmbin.OpcodeLocalTee:
 			l := r.u32()
 			if uint64(l) >= a.locals {
 				return false
 			}
 			in.imm = int32(l)
-			if op != 0x20 {
+			if op != wasmbin.OpcodeLocalGet {
 				if s := open[len(open)-1]; s >= 0 {
 					a.ins[s].sets++
 				}
 			}
-		case 0x06, 0x07, 0x08, 0x09, 0x0a, 0x18, 0x19, 0x1f, 0xd5, 0xd6:
+		case wasmbin.OpcodeTry, wasmbin.OpcodeCatch, wasmbin.OpcodeThrow, wasmbin.OpcodeRethrow, wasmbin.OpcodeThrowRef,
+			wasmbin.OpcodeDelegate, wasmbin.OpcodeCatchAll, wasmbin.OpcodeTryTable, wasmbin.OpcodeBrOnNull,
+			wasmbin.OpcodeBrOnNonNull:
 			// Exception handling and br_on_*: landings and branches it
 			// does not follow.
 			return false
@@ -187,12 +193,12 @@ func (a *frameAnalysis) backward(from, to int32, live []uint64) bool {
 		}
 		in := &a.ins[i]
 		switch in.op {
-		case 0x0b: // the end of the structure starting at s
+		case wasmbin.OpcodeEnd: // the end of the structure starting at s
 			s := in.imm
 			a.liveIn[i] = popcount(live)
 			start := &a.ins[s]
 			switch start.op {
-			case 0x03: // loop: the header's live set, to a fixed point
+			case wasmbin.OpcodeLoop: // loop: the header's live set, to a fixed point
 				after := clone(live)
 				head := make([]uint64, a.words)
 				a.label[s] = head
@@ -207,7 +213,7 @@ func (a *frameAnalysis) backward(from, to int32, live []uint64) bool {
 					or(head, live)
 				}
 				copy(live, head)
-			case 0x04: // if
+			case wasmbin.OpcodeIf:
 				a.label[s] = clone(live)
 				after := clone(live)
 				if start.els >= 0 {
@@ -233,20 +239,21 @@ func (a *frameAnalysis) backward(from, to int32, live []uint64) bool {
 				}
 			}
 			i = s // the structure's first instruction is done
-		case 0x0c: // br
+		case wasmbin.OpcodeBr:
 			copy(live, a.labelLive(in.imm))
-		case 0x0d: // br_if
+		case wasmbin.OpcodeBrIf:
 			or(live, a.labelLive(in.imm))
-		case 0x0e: // br_table
+		case wasmbin.OpcodeBrTable:
 			clear(live)
 			for _, t := range a.targets[in.tbl : in.tbl+in.n] {
 				or(live, a.labelLive(t))
 			}
-		case 0x00, 0x0f, 0x12, 0x13, 0x15: // unreachable, return, return_call*
+		case wasmbin.OpcodeUnreachable, wasmbin.OpcodeReturn, wasmbin.OpcodeReturnCall, wasmbin.OpcodeReturnCallIndirect,
+			wasmbin.OpcodeReturnCallRef:
 			clear(live)
-		case 0x20:
+		case wasmbin.OpcodeLocalGet:
 			live[in.imm/64] |= 1 << (in.imm % 64)
-		case 0x21, 0x22:
+		case wasmbin.OpcodeLocalSet, wasmbin.OpcodeLocalTee:
 			live[in.imm/64] &^= 1 << (in.imm % 64)
 		}
 		a.liveIn[i] = popcount(live)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // Hostile shapes: modules whose work between two loop headers or function
@@ -62,8 +64,8 @@ type shapeModule struct {
 
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
-func u(v uint64) []byte  { return leb(v) }
-func s64(v int64) []byte { return sleb(v) }
+func u(v uint64) []byte  { return wasmbin.AppendUint64(nil, v) }
+func s64(v int64) []byte { return wasmbin.AppendInt64(nil, v) }
 
 func localGet(i uint32) []byte  { return cat([]byte{0x20}, u(uint64(i))) }
 func localSet(i uint32) []byte  { return cat([]byte{0x21}, u(uint64(i))) }
@@ -325,12 +327,12 @@ func countInstructions(tb testing.TB, wasm []byte, g uint32) []byte {
 		for _, s := range secs {
 			body := s.body
 			switch s.id {
-			case secGlobal:
+			case wasmbin.SectionIDGlobal:
 				sawGlobal = true
 				body = appendToVec(body, []byte{0x7e, 0x01, 0x42, 0, 0x0b})
-			case secExport:
-				body = appendToVec(body, exportEntry(countGlobalName, kindGlobal, c))
-			case secCode:
+			case wasmbin.SectionIDExport:
+				body = appendToVec(body, exportEntry(countGlobalName, wasmbin.ExternGlobal, c))
+			case wasmbin.SectionIDCode:
 				body = countCode(body, g, inc)
 			}
 			rebuilt = append(rebuilt, append([]byte{s.id}, body...))
@@ -359,7 +361,7 @@ func decodeBody(fr *reader) []instr {
 	w := &rewriter{globals: noLimit, memories: noLimit}
 	var out []instr
 	for !fr.done() {
-		in := instr{start: fr.pos}
+		in := instr{start: fr.pos()}
 		in.op = fr.byte()
 		switch in.op {
 		case 0x03:
@@ -369,7 +371,7 @@ func decodeBody(fr *reader) []instr {
 		default:
 			w.immediates(fr, in.op)
 		}
-		in.end = fr.pos
+		in.end = fr.pos()
 		out = append(out, in)
 	}
 	return out
@@ -396,16 +398,16 @@ func stackCode(ins []instr, s uint32) int {
 }
 
 func countCode(body []byte, g uint32, inc []byte) []byte {
-	r := &reader{b: body}
+	r := newReader(body)
 	n := r.u32()
-	out := leb(uint64(n))
+	out := wasmbin.AppendUint64(nil, uint64(n))
 	for ; n > 0; n-- {
-		fr := &reader{b: r.bytes(int(r.u32()))}
+		fr := newReader(r.bytes(int(r.u32())))
 		for l := fr.u32(); l > 0; l-- {
 			fr.u32()
 			fr.valType()
 		}
-		fn := append([]byte{}, fr.b[:fr.pos]...)
+		fn := append([]byte{}, fr.b[:fr.pos()]...)
 		ins := decodeBody(fr)
 		depth := -1 // inside a check: the if depth; -1 outside
 		for i := 0; i < len(ins); i++ {
@@ -440,7 +442,7 @@ func countCode(body []byte, g uint32, inc []byte) []byte {
 			}
 			fn = append(fn, fr.b[in.start:in.end]...)
 		}
-		out = append(out, leb(uint64(len(fn)))...)
+		out = wasmbin.AppendUint64(out, uint64(len(fn)))
 		out = append(out, fn...)
 	}
 	return out

@@ -1,5 +1,11 @@
 package interrupt
 
+import (
+	"fmt"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+)
+
 // The stack bound (FlagBudget).
 //
 // wazero gives each call of an exported function a call stack of its own, a
@@ -144,8 +150,8 @@ func wrapTypes(sigs []sig, first uint32) wrapTypeSet {
 		}
 		bt, ok := seen[string(s.res)]
 		if !ok {
-			bt = sleb(int64(first) + int64(len(ws.items)))
-			item := append([]byte{0x60, 0x00}, leb(uint64(s.results))...)
+			bt = wasmbin.AppendInt64(nil, int64(first)+int64(len(ws.items)))
+			item := wasmbin.AppendUint64([]byte{wasmbin.TypeFormFunc, 0}, uint64(s.results))
 			ws.items = append(ws.items, append(item, s.res...))
 			seen[string(s.res)] = bt
 		}
@@ -165,13 +171,13 @@ func wrapTypes(sigs []sig, first uint32) wrapTypeSet {
 // owing its caller callSlack (place.go). A test here, a branch of its own,
 // cost a call of a small function 20% more (measured: a recursive fib).
 func appendStackEnter(out []byte, g uint32, e int32, saved int64) []byte {
-	out = appendLEB(append(out, 0x23), uint64(g))
-	out = appendSLEB(append(out, 0x41), int64(e))
-	out = append(out, 0x6b)
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalGet), uint64(g))
+	out = wasmbin.AppendInt64(append(out, wasmbin.OpcodeI32Const), int64(e))
+	out = append(out, wasmbin.OpcodeI32Sub)
 	if saved >= 0 {
-		out = appendLEB(append(out, 0x22), uint64(saved))
+		out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeLocalTee), uint64(saved))
 	}
-	return appendLEB(append(out, 0x24), uint64(g))
+	return wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalSet), uint64(g))
 }
 
 // appendStackExit appends the exit of a counted function taking e bytes:
@@ -179,17 +185,133 @@ func appendStackEnter(out []byte, g uint32, e int32, saved int64) []byte {
 //	global.get g; i32.const e; i32.add; global.set g    (local.get saved first)
 func appendStackExit(out []byte, g uint32, e int32, saved int64) []byte {
 	if saved >= 0 {
-		out = appendLEB(append(out, 0x20), uint64(saved))
+		out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeLocalGet), uint64(saved))
 	} else {
-		out = appendLEB(append(out, 0x23), uint64(g))
+		out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalGet), uint64(g))
 	}
-	out = appendSLEB(append(out, 0x41), int64(e))
-	out = append(out, 0x6a)
-	return appendLEB(append(out, 0x24), uint64(g))
+	out = wasmbin.AppendInt64(append(out, wasmbin.OpcodeI32Const), int64(e))
+	out = append(out, wasmbin.OpcodeI32Add)
+	return wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalSet), uint64(g))
 }
 
 // appendResync appends a handler's landing: local.get saved; global.set g.
 func appendResync(out []byte, g uint32, saved int64) []byte {
-	out = appendLEB(append(out, 0x20), uint64(saved))
-	return appendLEB(append(out, 0x24), uint64(g))
+	out = wasmbin.AppendUint64(append(out, wasmbin.OpcodeLocalGet), uint64(saved))
+	return wasmbin.AppendUint64(append(out, wasmbin.OpcodeGlobalSet), uint64(g))
+}
+
+// How a call returns (callSig).
+const (
+	plainCall = iota // it returns
+	tailJump         // a tail call wazero makes a jump: it does not come back
+	tailCall         // a tail call wazero makes a call: made a call, then a return
+)
+
+// callSig accounts for a call at pos of type s (tail: a return_call*,
+// whose plain opcode is callOp) in the stack estimate and says how it
+// returns. A counted function gives its frame back before a tail jump; a
+// tail call whose parameters or results wazero passes on the stack
+// becomes the call then return it is in wazero (see above).
+func (p *placer) callSig(pos int, tail bool, callOp byte, s sig) int {
+	if !p.depth {
+		if tail {
+			return tailJump
+		}
+		return plainCall
+	}
+	if a := 16 * (uint64(s.params) + uint64(s.results)); a > p.args {
+		p.args = a
+	}
+	p.v128 = p.v128 || s.v128
+	// Its results, and after it wazero reloads the memory's base and
+	// length.
+	p.n += uint64(s.results) + 2
+	if !tail {
+		p.hasCall = true
+		return plainCall
+	}
+	if s.regsOnly() {
+		p.edits = append(p.edits, edit{pos: int32(pos), kind: editStackExit})
+		return tailJump
+	}
+	for _, f := range p.frames {
+		if f.try {
+			fail("a tail call with parameters or results on wazero's stack inside a try block")
+		}
+	}
+	p.hasCall = true
+	p.edits = append(p.edits, edit{pos: int32(pos), skip: 1, kind: editByte, w: uint32(callOp)})
+	return tailCall
+}
+
+// funcSig is the type of function f (FlagBudget; the zero sig otherwise).
+func (p *placer) funcSig(f uint32) sig {
+	if !p.depth {
+		return sig{}
+	}
+	if uint64(f) >= uint64(len(p.w.funcTypes)) {
+		fail(fmt.Sprintf("function index %d out of range", f))
+	}
+	return p.typeSig(p.w.funcTypes[f])
+}
+
+// typeSig is type t (FlagBudget; the zero sig otherwise).
+func (p *placer) typeSig(t uint32) sig {
+	if !p.depth {
+		return sig{}
+	}
+	if uint64(t) >= uint64(len(p.w.sigs)) {
+		fail(fmt.Sprintf("type index %d out of range", t))
+	}
+	return p.w.sigs[t]
+}
+
+// closeMerge adds closed structure f's merge to the estimate: a value
+// for each local assigned inside (at most every local) and each of its
+// parameters and results, and 2 (wazero's own variables).
+func (p *placer) closeMerge(f *frame) {
+	if !p.depth {
+		return
+	}
+	m := uint64(f.sets)
+	if pl := uint64(p.params) + p.locals; m > pl {
+		m = pl
+	}
+	p.merges += m + uint64(f.arity) + 2
+	parent := &p.frames[len(p.frames)-1]
+	parent.sets += f.sets
+	if f.landing && f.kind == frameLoop && f.head >= 0 {
+		p.edits[f.head].flag = true
+	}
+}
+
+// decide says at the function's final end whether it is counted, and
+// whether it keeps the counter in a local (its frame is sized once its
+// checks are placed: sizeFrame).
+func (p *placer) decide() {
+	p.merges += uint64(p.results) + 2
+	p.counted = p.hasCall
+	p.saved = -1
+	if p.counted && p.handlers {
+		p.saved = p.savedIndex
+	}
+}
+
+// sizeFrame sets the counted function's frame estimate (code: its body):
+// its values, those of its checks and of the counter's code (8 each), and
+// its merges, as few as the liveness of its locals allows (frame.go).
+func (p *placer) sizeFrame(code []byte) {
+	checks := uint64(0)
+	for _, e := range p.edits {
+		if e.kind == editCheck || e.kind == editBulk || (e.kind == editWrapClose && e.flag) {
+			checks++
+		}
+	}
+	merges := p.merges
+	a := &p.w.frame
+	a.w = p.w
+	if m, ok := a.mergeBound(code, p.params, p.locals); ok {
+		merges = m + uint64(p.results) + 2
+	}
+	p.frame = frameEstimate(uint64(p.params), p.locals, p.n+8*checks+8, merges, p.args, p.v128, p.w.stackLimit)
 }

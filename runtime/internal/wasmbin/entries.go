@@ -306,6 +306,11 @@ func (r *Reader) ReadDataSegment() (DataSegment, error) {
 	return seg, err
 }
 
+// TableWithInit is the first byte of a table section entry with an
+// initialiser (typed function references: 0x40 0x00, then the table type
+// and the expression).
+const TableWithInit byte = 0x40
+
 // Table is a table section entry: a table type, and with the typed
 // function references encoding (0x40 0x00) an initialiser expression.
 type Table struct {

@@ -13,8 +13,9 @@ type MemArg struct {
 	Offset uint64
 }
 
-// memArgMemIdx is the memarg flags bit saying a memory index follows.
-const memArgMemIdx = 0x40
+// MemArgMemIdx is the memarg flags bit (multi-memory) saying a memory
+// index follows the flags.
+const MemArgMemIdx = 0x40
 
 // Catch kinds of try_table.
 const (
@@ -208,7 +209,7 @@ func (w *Walker) Next(in *Instruction) (bool, error) {
 			in.Index, err = r.u32Slow()
 		}
 	case op >= OpcodeI32Load && op <= OpcodeI64Store32:
-		if p := r.pos; p+1 < len(r.buf) && r.buf[p] < memArgMemIdx && r.buf[p+1] < 0x80 {
+		if p := r.pos; p+1 < len(r.buf) && r.buf[p] < MemArgMemIdx && r.buf[p+1] < 0x80 {
 			in.MemArg.Align, in.MemArg.Offset, r.pos = uint32(r.buf[p]), uint64(r.buf[p+1]), p+2
 		} else {
 			in.MemArg, err = r.readMemArg()
@@ -435,13 +436,13 @@ func (r *Reader) readMemArg() (MemArg, error) {
 		return MemArg{}, err
 	}
 	var m MemArg
-	if flags&memArgMemIdx != 0 {
+	if flags&MemArgMemIdx != 0 {
 		if m.Memory, err = r.U32(); err != nil {
 			return MemArg{}, err
 		}
 	}
-	m.Align = flags &^ memArgMemIdx
-	if m.Align >= memArgMemIdx {
+	m.Align = flags &^ MemArgMemIdx
+	if m.Align >= MemArgMemIdx {
 		return MemArg{}, Errorf(off, "memarg flags 0x%x", flags)
 	}
 	m.Offset, err = r.U64()

@@ -54,6 +54,8 @@ const (
 // range OpcodeI32Load..OpcodeI64Store32.
 const (
 	OpcodeI32Load    Opcode = 0x28
+	OpcodeI64Load32U Opcode = 0x35 // the last load
+	OpcodeI32Store   Opcode = 0x36 // the first store
 	OpcodeI64Store32 Opcode = 0x3e
 	OpcodeMemorySize Opcode = 0x3f
 	OpcodeMemoryGrow Opcode = 0x40
@@ -69,15 +71,28 @@ const (
 
 // Numeric instructions without immediates: OpcodeI32Eqz..OpcodeI64Extend32S
 // (comparisons, arithmetic, conversions, sign extension). The ones the
-// extended constant expressions allow are named.
+// extended constant expressions allow are named, and those the interrupt
+// instrumentation emits or weighs: the divisions and remainders are the
+// ranges OpcodeI32DivS..OpcodeI32RemU and OpcodeI64DivS..OpcodeI64RemU.
 const (
 	OpcodeI32Eqz       Opcode = 0x45
+	OpcodeI32LtS       Opcode = 0x48
 	OpcodeI32Add       Opcode = 0x6a
 	OpcodeI32Sub       Opcode = 0x6b
 	OpcodeI32Mul       Opcode = 0x6c
+	OpcodeI32DivS      Opcode = 0x6d
+	OpcodeI32RemU      Opcode = 0x70
+	OpcodeI32Or        Opcode = 0x72
+	OpcodeI32ShrU      Opcode = 0x76
 	OpcodeI64Add       Opcode = 0x7c
 	OpcodeI64Sub       Opcode = 0x7d
 	OpcodeI64Mul       Opcode = 0x7e
+	OpcodeI64DivS      Opcode = 0x7f
+	OpcodeI64RemU      Opcode = 0x82
+	OpcodeF32Sqrt      Opcode = 0x91
+	OpcodeF32Div       Opcode = 0x95
+	OpcodeF64Sqrt      Opcode = 0x9f
+	OpcodeF64Div       Opcode = 0xa3
 	OpcodeI64Extend32S Opcode = 0xc4
 )
 
@@ -126,6 +141,8 @@ const (
 	VecI8x16ExtractLaneS uint32 = 0x15 // ..0x22: a lane index
 	VecF64x2ReplaceLane  uint32 = 0x22
 	VecV128Load8Lane     uint32 = 0x54 // ..0x5b: memarg and a lane index
+	VecV128Load64Lane    uint32 = 0x57 // the last lane load
+	VecV128Store8Lane    uint32 = 0x58 // the first lane store
 	VecV128Store64Lane   uint32 = 0x5b
 	VecV128Load32Zero    uint32 = 0x5c // memarg
 	VecV128Load64Zero    uint32 = 0x5d // memarg

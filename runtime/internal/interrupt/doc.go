@@ -1,0 +1,18 @@
+// Package interrupt rewrites a WebAssembly module so that a host can stop
+// it at little cost, on every execution path the module can construct
+// (runtime/RATIONALE.md, "Interruption", says why it works this way).
+//
+// InstrumentWith places checks by a pass over each function's control flow
+// (place.go), so that no path runs more than about 2 µs of simple
+// instructions without one. In FlagMemory mode (wasmtime) a check reads word
+// 0 of an added one-page memory exported as MemoryName and traps when it is
+// non-zero. In FlagBudget mode (wazero) a check charges the work it guards
+// to a private global and, once Budget is spent, calls the imported
+// YieldModule.YieldName, where the host can stop the call; a second global,
+// exported as StackName, bounds the call stack (stack.go).
+//
+// The rewriter decodes every instruction and fails closed: what it cannot
+// follow, or an index that would reach what it adds, is an ErrUnsupported
+// error, never a silently wrong module. Hosts key cached output by
+// FormatVersion.
+package interrupt

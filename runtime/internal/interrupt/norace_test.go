@@ -1,5 +1,0 @@
-//go:build !race
-
-package interrupt
-
-const raceEnabled = false
