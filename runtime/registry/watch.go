@@ -1,4 +1,4 @@
-package runtime
+package registry
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/wasmprov/wasmprov/runtime"
 )
 
 // Watch watches the directories given to LoadDir and keeps the registry in
@@ -35,9 +36,9 @@ func (r *Registry) Watch(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return ErrRegistryClosed
+		return ErrClosed
 	}
-	if r.stopW != nil {
+	if r.watch != nil {
 		r.mu.Unlock()
 		return errors.New("registry is already watching")
 	}
@@ -55,8 +56,8 @@ func (r *Registry) Watch(ctx context.Context) error {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r.stopW = cancel
-	wt := &watcher{r: r, w: w, ctx: ctx, timers: map[string]*time.Timer{}, dirs: dirs}
+	wt := &watcher{r: r, w: w, ctx: ctx, stop: cancel, timers: map[timerKey]*time.Timer{}, dirs: dirs}
+	r.watch = wt
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go wt.loop()
@@ -68,11 +69,16 @@ type watcher struct {
 	r    *Registry
 	w    *fsnotify.Watcher
 	ctx  context.Context
+	stop context.CancelFunc
 	dirs []string
 
 	mu     sync.Mutex
-	timers map[string]*time.Timer // key: dir + "\x00" + name ("" name: rescan)
+	timers map[timerKey]*time.Timer
 }
+
+// timerKey names a debounce timer: a file's provider name in dir, or ""
+// for a rescan of dir.
+type timerKey struct{ dir, name string }
 
 func (wt *watcher) loop() {
 	defer wt.r.wg.Done()
@@ -122,10 +128,10 @@ func (wt *watcher) handle(ev fsnotify.Event) {
 	}
 	name, ok := strings.CutSuffix(base, ".wasm")
 	if !ok {
-		name, ok = strings.CutSuffix(base, PolicyFileSuffix)
+		name, ok = strings.CutSuffix(base, runtime.PolicyFileSuffix)
 	}
 	switch {
-	case ok && ValidProviderName(name):
+	case ok && ValidName(name):
 		// Every kind of change, a chmod included (it can make the file
 		// readable or unreadable), means "read it again"; unchanged
 		// content costs a hash.
@@ -137,17 +143,17 @@ func (wt *watcher) handle(ev fsnotify.Event) {
 
 // schedule (re)starts the debounce timer of dir/name; name "" rescans dir.
 func (wt *watcher) schedule(dir, name string) {
-	key := dir + "\x00" + name
+	key := timerKey{dir, name}
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	if t, ok := wt.timers[key]; ok {
 		t.Reset(wt.r.cfg.debounce)
 		return
 	}
-	wt.timers[key] = time.AfterFunc(wt.r.cfg.debounce, func() { wt.fire(key, dir, name) })
+	wt.timers[key] = time.AfterFunc(wt.r.cfg.debounce, func() { wt.fire(key) })
 }
 
-func (wt *watcher) fire(key, dir, name string) {
+func (wt *watcher) fire(key timerKey) {
 	wt.mu.Lock()
 	delete(wt.timers, key)
 	wt.mu.Unlock()
@@ -160,11 +166,11 @@ func (wt *watcher) fire(key, dir, name string) {
 	r.wg.Add(1)
 	r.mu.Unlock()
 	defer r.wg.Done()
-	if name == "" {
-		_ = r.rescanDir(wt.ctx, dir)
+	if key.name == "" {
+		_ = r.rescanDir(wt.ctx, key.dir)
 		return
 	}
-	_ = r.syncDirName(wt.ctx, dir, name)
+	_ = r.syncDirName(wt.ctx, key.dir, key.name)
 }
 
 // dirGone handles a watched directory that was removed or renamed: nothing
