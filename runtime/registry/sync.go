@@ -36,9 +36,10 @@ func DefaultSmokeTest(ctx context.Context, p cloud.ContextProvider) error {
 }
 
 // LoadDir loads every "<name>.wasm" in dir, each with its optional
-// "<name>.yaml" policy, and remembers dir for ReloadAll and Watch. A module
-// that fails to load does not stop the others: the error joins every
-// failure, and the good providers serve.
+// "<name>.yaml" policy, and remembers dir for ReloadAll and Watch; if the
+// registry is already watching, dir is watched from now on. A module that
+// fails to load does not stop the others: the error joins every failure,
+// and the good providers serve.
 func (r *Registry) LoadDir(ctx context.Context, dir string) error {
 	dir = filepath.Clean(dir)
 	names, err := listDir(dir)
@@ -53,8 +54,20 @@ func (r *Registry) LoadDir(ctx context.Context, dir string) error {
 	if !slices.Contains(r.dirs, dir) {
 		r.dirs = append(r.dirs, dir)
 	}
+	// Read under r.mu, like Watch's copy of r.dirs: dir is either in that
+	// copy or added here.
+	wt := r.watch
 	r.mu.Unlock()
 	var errs []error
+	// Watch before loading: a change after this is seen by the watch, one
+	// before it by the load below.
+	if wt != nil {
+		if err := wt.addDir(dir); err != nil {
+			r.cfg.logger.Error("cannot watch provider directory; its providers load but do not hot-reload",
+				"dir", dir, "error", err)
+			errs = append(errs, fmt.Errorf("watching provider directory %s: %w", dir, err))
+		}
+	}
 	for _, name := range names {
 		if err := r.syncDirName(ctx, dir, name); err != nil {
 			errs = append(errs, err)

@@ -15,8 +15,9 @@ import (
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
-// Watch watches the directories given to LoadDir and keeps the registry in
-// line with them until ctx is done or the registry is closed: a new
+// Watch watches the directories given to LoadDir, before Watch or after
+// it, and keeps the registry in line with them until ctx is done or the
+// registry is closed: a new
 // "<name>.wasm" is loaded, a changed one (or its "<name>.yaml") reloaded, a
 // removed one unloaded. It returns once the watch is established.
 //
@@ -70,10 +71,14 @@ type watcher struct {
 	w    *fsnotify.Watcher
 	ctx  context.Context
 	stop context.CancelFunc
-	dirs []string
 
-	mu     sync.Mutex
-	timers map[timerKey]*time.Timer
+	mu sync.Mutex
+	// dirs are the directories watched: those LoadDir had seen when Watch
+	// started, then each one LoadDir is given later (addDir). The event
+	// loop reads it while LoadDir may append to it.
+	dirs    []string
+	timers  map[timerKey]*time.Timer
+	stopped bool // the loop ended and closed w
 }
 
 // timerKey names a debounce timer: a file's provider name in dir, or ""
@@ -83,8 +88,9 @@ type timerKey struct{ dir, name string }
 func (wt *watcher) loop() {
 	defer wt.r.wg.Done()
 	defer func() {
-		_ = wt.w.Close()
 		wt.mu.Lock()
+		wt.stopped = true
+		_ = wt.w.Close()
 		for _, t := range wt.timers {
 			t.Stop()
 		}
@@ -106,7 +112,7 @@ func (wt *watcher) loop() {
 			wt.r.cfg.logger.Error("provider directory watch error; providers keep serving", "error", err)
 			wt.r.emit(Event{Kind: EventWatchError, Err: err})
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				for _, d := range wt.dirs {
+				for _, d := range wt.watched() {
 					wt.schedule(d, "")
 				}
 			}
@@ -116,14 +122,15 @@ func (wt *watcher) loop() {
 
 func (wt *watcher) handle(ev fsnotify.Event) {
 	path := filepath.Clean(ev.Name)
-	if slices.Contains(wt.dirs, path) {
+	dirs := wt.watched()
+	if slices.Contains(dirs, path) {
 		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 			wt.dirGone(path)
 		}
 		return
 	}
 	dir, base := filepath.Dir(path), filepath.Base(path)
-	if !slices.Contains(wt.dirs, dir) {
+	if !slices.Contains(dirs, dir) {
 		return
 	}
 	name, ok := strings.CutSuffix(base, ".wasm")
@@ -139,6 +146,30 @@ func (wt *watcher) handle(ev fsnotify.Event) {
 	case strings.HasPrefix(base, ".."):
 		wt.schedule(dir, "")
 	}
+}
+
+// addDir starts watching dir, given to LoadDir after Watch started. A
+// directory already watched, or a watch that has ended, is left alone.
+// Holding wt.mu across w.Add is safe: fsnotify delivers events without
+// its own lock held, so a loop waiting for wt.mu blocks no Add.
+func (wt *watcher) addDir(dir string) error {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if wt.stopped || slices.Contains(wt.dirs, dir) {
+		return nil
+	}
+	if err := wt.w.Add(dir); err != nil {
+		return err
+	}
+	wt.dirs = append(wt.dirs, dir)
+	return nil
+}
+
+// watched returns a copy of the directories watched.
+func (wt *watcher) watched() []string {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return slices.Clone(wt.dirs)
 }
 
 // schedule (re)starts the debounce timer of dir/name; name "" rescans dir.

@@ -186,3 +186,31 @@ func TestWatchDirectoryDisappears(t *testing.T) {
 	writeAtomic(t, filepath.Join(dir, "d.wasm"), v1)
 	waitServing(t, f, "d", sum(v1))
 }
+
+// TestLoadDirAfterWatchIsWatched: a directory given to LoadDir after Watch
+// started is watched like the first: a new file in it is loaded, a changed
+// one reloaded.
+func TestLoadDirAfterWatchIsWatched(t *testing.T) {
+	ctx := context.Background()
+	v1, v2 := guest(t, "v1", ""), guest(t, "v2", "")
+	f, _ := watchedFixture(t)
+	second := t.TempDir()
+	if err := os.WriteFile(filepath.Join(second, "late.wasm"), v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.LoadDir(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, f, "late", sum(v1))
+	h, _ := f.reg.Get("late")
+
+	writeAtomic(t, filepath.Join(second, "late.wasm"), v2)
+	waitServing(t, f, "late", sum(v2))
+	if v, err := version(ctx, h, nil); err != nil || v != "v2" {
+		t.Fatalf("after the change in the second directory: %q, %v; want v2", v, err)
+	}
+
+	writeAtomic(t, filepath.Join(second, "new.wasm"), v1)
+	waitServing(t, f, "new", sum(v1))
+
+}
