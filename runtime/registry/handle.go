@@ -23,8 +23,10 @@ type provider = cloud.Provider
 // and reaches the replaced version after it stopped taking calls (nothing
 // ran) is sent again to the new version, so a reload fails no call.
 //
-// The cloud.Provider methods run with context.Background(); each version's
-// policy bounds the call.
+// The cloud.Provider methods (AddDefaults, Validate, Get, GetCloudConfig,
+// Create, Delete, MachineMetricsLabels, MigrateUID) are those of
+// cloud.WithoutContext over the context-aware view: they run with
+// context.Background(), and each version's policy bounds the call.
 type Handle struct {
 	provider // cloud.WithoutContext(handleContext{h}, nil)
 	e        *entry
