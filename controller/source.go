@@ -11,8 +11,8 @@ import (
 )
 
 // ProviderSource finds the provider for a cloudProvider name. A plain map
-// (MapSource) does; so does the runtime's hot-reloading registry, whose
-// handles always route to the provider's current version.
+// (MapSource) does; so does runtime/registry's hot-reloading Registry,
+// whose handles always route to the provider's current version.
 type ProviderSource interface {
 	Get(name string) (cloud.ContextProvider, error)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 
 	sigsjson "sigs.k8s.io/json"
@@ -58,22 +57,3 @@ func ReadPolicyFile(path string) (Policy, error) {
 	}
 	return p, nil
 }
-
-// readPolicyFS reads name from fsys. It returns (nil, nil, nil) when the
-// file does not exist: the provider then gets the runtime's default policy.
-func readPolicyFS(fsys fs.FS, name string) (*Policy, []byte, error) {
-	b, err := fs.ReadFile(fsys, name)
-	if err != nil {
-		if isNotExist(err) {
-			return nil, nil, nil
-		}
-		return nil, nil, err
-	}
-	p, err := ParsePolicy(b)
-	if err != nil {
-		return nil, b, fmt.Errorf("%s: %w", name, err)
-	}
-	return &p, b, nil
-}
-
-func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }

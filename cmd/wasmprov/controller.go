@@ -15,6 +15,7 @@ import (
 	"github.com/wasmprov/wasmprov/controller"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -118,7 +119,7 @@ func runController(ctx context.Context, args []string) error {
 		}
 		defer stop()
 	}
-	reg := runtime.NewRegistry(rt, runtime.WithRegistryLogger(logger), runtime.WithEventHandler(func(ev runtime.Event) {
+	reg := registry.New(rt, registry.WithLogger(logger), registry.WithEventHandler(func(ev registry.Event) {
 		regEvents.WithLabelValues(ev.Provider, string(ev.Kind)).Inc()
 	}))
 	calls.SetRegistry(reg)

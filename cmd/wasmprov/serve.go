@@ -23,6 +23,7 @@ import (
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -74,8 +75,8 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg := runtime.NewRegistry(rt, runtime.WithRegistryLogger(logger), runtime.WithDebounce(*debounce),
-		runtime.WithSmokeTimeout(*smokeTimeout))
+	reg := registry.New(rt, registry.WithLogger(logger), registry.WithDebounce(*debounce),
+		registry.WithSmokeTimeout(*smokeTimeout))
 	collector.SetRegistry(reg)
 	s := &server{reg: reg, logger: logger, collector: collector}
 	defer func() {
@@ -143,7 +144,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 type server struct {
-	reg       *runtime.Registry
+	reg       *registry.Registry
 	logger    *slog.Logger
 	collector *metrics.Collector
 	ready     atomic.Bool
@@ -172,7 +173,7 @@ func (s *server) handler() http.Handler {
 		name := r.PathValue("name")
 		if err := s.reg.Reload(r.Context(), name); err != nil {
 			code := http.StatusUnprocessableEntity
-			if errors.Is(err, runtime.ErrProviderNotFound) {
+			if errors.Is(err, registry.ErrProviderNotFound) {
 				code = http.StatusNotFound
 			}
 			writeJSON(w, code, map[string]any{"error": err.Error()})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,30 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testlog"
 )
-
-// syncBuffer is a log sink the test reads while serve writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServe runs `wasmprov serve` end to end: JSON logs, readiness, a call
 // through the JSON API, metrics, and a hot reload of a file dropped in.
@@ -46,7 +27,7 @@ func TestServe(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "fake.wasm"), fake, 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.wasm"), []byte("not wasm"), 0o644)
 
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	serveLogOutput = logs
 	defer func() { serveLogOutput = os.Stderr }()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,6 +16,7 @@ import (
 	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -37,7 +38,7 @@ func run(ctx context.Context, dir string, m *clusterv1alpha1.Machine, opts ...ru
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	reg := runtime.NewRegistry(rt)
+	reg := registry.New(rt)
 	defer reg.Close(context.WithoutCancel(ctx))
 	if err := reg.LoadDir(ctx, dir); err != nil {
 		return err
@@ -56,7 +57,7 @@ func run(ctx context.Context, dir string, m *clusterv1alpha1.Machine, opts ...ru
 	if err != nil {
 		return err
 	}
-	return reconcile(h, m) // *runtime.Handle is a cloud.Provider
+	return reconcile(h, m) // *registry.Handle is a cloud.Provider
 }
 
 // reconcile stands for your controller's code: it knows only cloud.Provider.

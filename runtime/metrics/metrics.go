@@ -2,7 +2,7 @@
 //
 //	c := metrics.New()
 //	rt, _ := runtime.New(runtime.WithCallObserver(c.ObserveCall))
-//	reg := runtime.NewRegistry(rt)
+//	reg := registry.New(rt)
 //	c.SetRegistry(reg)
 //	prometheus.MustRegister(c)
 //
@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 )
 
 // Metric names.
@@ -48,7 +49,7 @@ type Collector struct {
 	duration *prometheus.HistogramVec
 	retries  *prometheus.CounterVec
 
-	reg atomic.Pointer[runtime.Registry]
+	reg atomic.Pointer[registry.Registry]
 
 	poolSize, instances, inUse, created, discarded, reloads, draining, serving, info *prometheus.Desc
 }
@@ -95,7 +96,7 @@ func New(opts ...Option) *Collector {
 }
 
 // SetRegistry makes the collector report reg's providers.
-func (c *Collector) SetRegistry(reg *runtime.Registry) { c.reg.Store(reg) }
+func (c *Collector) SetRegistry(reg *registry.Registry) { c.reg.Store(reg) }
 
 // ObserveCall is a runtime.CallObserver.
 func (c *Collector) ObserveCall(provider string, method abi.Method, d time.Duration, err error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -28,7 +29,7 @@ func guest(t *testing.T, version, mode string) []byte {
 	if mode != "" {
 		flags += " -X main.Mode=" + mode
 	}
-	b, err := os.ReadFile(testguest.BuildWith(t, "runtime/testdata/versioned", flags))
+	b, err := os.ReadFile(testguest.BuildWith(t, "runtime/registry/testdata/versioned", flags))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(ctx)
-	reg := runtime.NewRegistry(rt, runtime.WithRegistryLogger(logger), runtime.WithSmokeTest(nil))
+	reg := registry.New(rt, registry.WithLogger(logger), registry.WithSmokeTest(nil))
 	defer reg.Close(ctx)
 	c.SetRegistry(reg)
 	pr := prometheus.NewPedanticRegistry()

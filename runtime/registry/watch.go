@@ -1,4 +1,4 @@
-package runtime
+package registry
 
 import (
 	"context"
@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/wasmprov/wasmprov/runtime"
 )
 
-// Watch watches the directories given to LoadDir and keeps the registry in
-// line with them until ctx is done or the registry is closed: a new
+// Watch watches the directories given to LoadDir, before Watch or after
+// it, and keeps the registry in line with them until ctx is done or the
+// registry is closed: a new
 // "<name>.wasm" is loaded, a changed one (or its "<name>.yaml") reloaded, a
 // removed one unloaded. It returns once the watch is established.
 //
@@ -35,9 +37,9 @@ func (r *Registry) Watch(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return ErrRegistryClosed
+		return ErrClosed
 	}
-	if r.stopW != nil {
+	if r.watch != nil {
 		r.mu.Unlock()
 		return errors.New("registry is already watching")
 	}
@@ -55,8 +57,8 @@ func (r *Registry) Watch(ctx context.Context) error {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r.stopW = cancel
-	wt := &watcher{r: r, w: w, ctx: ctx, timers: map[string]*time.Timer{}, dirs: dirs}
+	wt := &watcher{r: r, w: w, ctx: ctx, stop: cancel, timers: map[timerKey]*time.Timer{}, dirs: dirs}
+	r.watch = wt
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go wt.loop()
@@ -68,17 +70,27 @@ type watcher struct {
 	r    *Registry
 	w    *fsnotify.Watcher
 	ctx  context.Context
-	dirs []string
+	stop context.CancelFunc
 
-	mu     sync.Mutex
-	timers map[string]*time.Timer // key: dir + "\x00" + name ("" name: rescan)
+	mu sync.Mutex
+	// dirs are the directories watched: those LoadDir had seen when Watch
+	// started, then each one LoadDir is given later (addDir). The event
+	// loop reads it while LoadDir may append to it.
+	dirs    []string
+	timers  map[timerKey]*time.Timer
+	stopped bool // the loop ended and closed w
 }
+
+// timerKey names a debounce timer: a file's provider name in dir, or ""
+// for a rescan of dir.
+type timerKey struct{ dir, name string }
 
 func (wt *watcher) loop() {
 	defer wt.r.wg.Done()
 	defer func() {
-		_ = wt.w.Close()
 		wt.mu.Lock()
+		wt.stopped = true
+		_ = wt.w.Close()
 		for _, t := range wt.timers {
 			t.Stop()
 		}
@@ -100,7 +112,7 @@ func (wt *watcher) loop() {
 			wt.r.cfg.logger.Error("provider directory watch error; providers keep serving", "error", err)
 			wt.r.emit(Event{Kind: EventWatchError, Err: err})
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				for _, d := range wt.dirs {
+				for _, d := range wt.watched() {
 					wt.schedule(d, "")
 				}
 			}
@@ -110,22 +122,23 @@ func (wt *watcher) loop() {
 
 func (wt *watcher) handle(ev fsnotify.Event) {
 	path := filepath.Clean(ev.Name)
-	if slices.Contains(wt.dirs, path) {
+	dirs := wt.watched()
+	if slices.Contains(dirs, path) {
 		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 			wt.dirGone(path)
 		}
 		return
 	}
 	dir, base := filepath.Dir(path), filepath.Base(path)
-	if !slices.Contains(wt.dirs, dir) {
+	if !slices.Contains(dirs, dir) {
 		return
 	}
 	name, ok := strings.CutSuffix(base, ".wasm")
 	if !ok {
-		name, ok = strings.CutSuffix(base, PolicyFileSuffix)
+		name, ok = strings.CutSuffix(base, runtime.PolicyFileSuffix)
 	}
 	switch {
-	case ok && ValidProviderName(name):
+	case ok && ValidName(name):
 		// Every kind of change, a chmod included (it can make the file
 		// readable or unreadable), means "read it again"; unchanged
 		// content costs a hash.
@@ -135,19 +148,43 @@ func (wt *watcher) handle(ev fsnotify.Event) {
 	}
 }
 
+// addDir starts watching dir, given to LoadDir after Watch started. A
+// directory already watched, or a watch that has ended, is left alone.
+// Holding wt.mu across w.Add is safe: fsnotify delivers events without
+// its own lock held, so a loop waiting for wt.mu blocks no Add.
+func (wt *watcher) addDir(dir string) error {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if wt.stopped || slices.Contains(wt.dirs, dir) {
+		return nil
+	}
+	if err := wt.w.Add(dir); err != nil {
+		return err
+	}
+	wt.dirs = append(wt.dirs, dir)
+	return nil
+}
+
+// watched returns a copy of the directories watched.
+func (wt *watcher) watched() []string {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return slices.Clone(wt.dirs)
+}
+
 // schedule (re)starts the debounce timer of dir/name; name "" rescans dir.
 func (wt *watcher) schedule(dir, name string) {
-	key := dir + "\x00" + name
+	key := timerKey{dir, name}
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	if t, ok := wt.timers[key]; ok {
 		t.Reset(wt.r.cfg.debounce)
 		return
 	}
-	wt.timers[key] = time.AfterFunc(wt.r.cfg.debounce, func() { wt.fire(key, dir, name) })
+	wt.timers[key] = time.AfterFunc(wt.r.cfg.debounce, func() { wt.fire(key) })
 }
 
-func (wt *watcher) fire(key, dir, name string) {
+func (wt *watcher) fire(key timerKey) {
 	wt.mu.Lock()
 	delete(wt.timers, key)
 	wt.mu.Unlock()
@@ -160,11 +197,11 @@ func (wt *watcher) fire(key, dir, name string) {
 	r.wg.Add(1)
 	r.mu.Unlock()
 	defer r.wg.Done()
-	if name == "" {
-		_ = r.rescanDir(wt.ctx, dir)
+	if key.name == "" {
+		_ = r.rescanDir(wt.ctx, key.dir)
 		return
 	}
-	_ = r.syncDirName(wt.ctx, dir, name)
+	_ = r.syncDirName(wt.ctx, key.dir, key.name)
 }
 
 // dirGone handles a watched directory that was removed or renamed: nothing

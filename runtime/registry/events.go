@@ -1,0 +1,84 @@
+package registry
+
+import "time"
+
+// EventKind says what happened to a provider in a Registry.
+type EventKind string
+
+// Event kinds.
+const (
+	// EventLoaded: a provider was loaded for the first time (or again after
+	// it had been removed).
+	EventLoaded EventKind = "loaded"
+	// EventReloaded: a new version replaced the serving one.
+	EventReloaded EventKind = "reloaded"
+	// EventRejected: a new version was refused (unreadable, corrupt, wrong
+	// ABI, digest pin, bad policy, failed smoke call, duplicate name); the
+	// previous version, if any, keeps serving.
+	EventRejected EventKind = "rejected"
+	// EventUnloaded: the provider was removed; calls already running finish.
+	EventUnloaded EventKind = "unloaded"
+	// EventDrained: a replaced or removed version finished its last call
+	// and was closed; its compiled module and memory are released.
+	EventDrained EventKind = "drained"
+	// EventWatchError: the directory watch reported a problem (the directory
+	// disappeared, an fsnotify error). Providers keep serving.
+	EventWatchError EventKind = "watch-error"
+)
+
+// Event is what the Registry tells the embedding program (see
+// WithEventHandler).
+type Event struct {
+	Kind     EventKind
+	Provider string // empty for directory-level watch errors
+	Source   string // file path, "fs:<name>" or "code"
+	// SHA256 is the digest of the version the event is about (the new
+	// version for loaded/reloaded/rejected, the old one for drained and
+	// unloaded); empty when the module could not be read.
+	SHA256    string
+	OldSHA256 string        // the version replaced (reloaded) or kept serving (rejected)
+	Err       error         // why (rejected, watch-error, drained with a timeout)
+	Duration  time.Duration // read→swap for loads, swap→closed for drained
+	Time      time.Time
+}
+
+func (r *Registry) rejectLocked(e *entry, src source, sum string, err error, start time.Time) error {
+	r.reject(e, e.name, src, sum, err, start)
+	return err
+}
+
+// reject reports a refused version of name (e nil: the name was invalid)
+// in the log, the entry's stats and an event.
+func (r *Registry) reject(e *entry, name string, src source, sum string, err error, start time.Time) {
+	ev := Event{Kind: EventRejected, Provider: name, Source: src.String(name), SHA256: sum, Err: err, Duration: time.Since(start)}
+	attrs := []any{"provider", name, "source", ev.Source, "error", err}
+	if e != nil {
+		if cur := e.cur.Load(); cur != nil {
+			ev.OldSHA256 = cur.SHA256()
+			attrs = append(attrs, "serving", cur.SHA256())
+		}
+		st := &e.st
+		st.mu.Lock()
+		st.reloadsFailed++
+		st.lastErr, st.lastErrAt = err.Error(), time.Now()
+		st.mu.Unlock()
+	}
+	if sum != "" {
+		attrs = append(attrs, "sha256", sum)
+	}
+	if ev.OldSHA256 != "" {
+		r.cfg.logger.Error("provider version rejected; the previous version keeps serving", attrs...)
+	} else {
+		r.cfg.logger.Error("provider version rejected; no version is serving", attrs...)
+	}
+	r.emit(ev)
+}
+
+func (r *Registry) emit(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	if r.cfg.onEvent != nil {
+		r.cfg.onEvent(ev)
+	}
+}

@@ -1,0 +1,138 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wasmprov/wasmprov/abi"
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// provider names the embedded cloud.Provider of a Handle without exporting
+// a field: its methods are promoted, the field is not.
+type provider = cloud.Provider
+
+// Handle is a provider of a Registry by name. It implements cloud.Provider
+// (ContextProvider gives the context-aware view) and sends every call to
+// the version serving when the call starts. A call that races with a swap
+// and reaches the replaced version after it stopped taking calls (nothing
+// ran) is sent again to the new version, so a reload fails no call.
+//
+// The cloud.Provider methods (AddDefaults, Validate, Get, GetCloudConfig,
+// Create, Delete, MachineMetricsLabels, MigrateUID) are those of
+// cloud.WithoutContext over the context-aware view: they run with
+// context.Background(), and each version's policy bounds the call.
+type Handle struct {
+	provider // cloud.WithoutContext(handleContext{h}, nil)
+	e        *entry
+}
+
+var (
+	_ cloud.Provider        = (*Handle)(nil)
+	_ cloud.ContextProvider = handleContext{}
+)
+
+func newHandle(e *entry) *Handle {
+	h := &Handle{e: e}
+	h.provider = cloud.WithoutContext(handleContext{h}, nil)
+	return h
+}
+
+// Name is the provider's name.
+func (h *Handle) Name() string { return h.e.name }
+
+// Current returns the version serving now, or nil if the provider has been
+// removed. Prefer calling through the Handle, which follows reloads.
+func (h *Handle) Current() *runtime.Provider { return h.e.cur.Load() }
+
+// SHA256 is the digest of the version serving now ("" if removed).
+func (h *Handle) SHA256() string {
+	if p := h.e.cur.Load(); p != nil {
+		return p.SHA256()
+	}
+	return ""
+}
+
+// ContextProvider returns the handle as a cloud.ContextProvider.
+func (h *Handle) ContextProvider() cloud.ContextProvider { return handleContext{h} }
+
+// route runs fn on the current version, again on the next one if the
+// version it got was closed by a swap before the call could start.
+func (h *Handle) route(ctx context.Context, m abi.Method, fn func(cloud.ContextProvider) error) error {
+	for {
+		p := h.e.cur.Load()
+		if p == nil {
+			return &runtime.CallError{Provider: h.e.name, Method: m, Class: runtime.ClassTransient,
+				Err: fmt.Errorf("%w: %q", ErrProviderNotFound, h.e.name)}
+		}
+		err := fn(p.ContextProvider())
+		if err == nil || !errors.Is(err, runtime.ErrProviderClosed) || ctx.Err() != nil {
+			return err
+		}
+		if h.e.cur.Load() == p {
+			return err // closed without a successor: the registry is closing
+		}
+	}
+}
+
+// handleContext is the context-aware Handle: each method routes to the
+// serving version.
+type handleContext struct{ h *Handle }
+
+func (c handleContext) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec) (out clusterv1alpha1.MachineSpec, err error) {
+	out = spec
+	err = c.h.route(ctx, abi.MethodAddDefaults, func(p cloud.ContextProvider) (err error) {
+		out, err = p.AddDefaults(ctx, spec)
+		return err
+	})
+	return out, err
+}
+
+func (c handleContext) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec) error {
+	return c.h.route(ctx, abi.MethodValidate, func(p cloud.ContextProvider) error { return p.Validate(ctx, spec) })
+}
+
+func (c handleContext) Get(ctx context.Context, machine *clusterv1alpha1.Machine) (out instance.Instance, err error) {
+	err = c.h.route(ctx, abi.MethodGet, func(p cloud.ContextProvider) (err error) {
+		out, err = p.Get(ctx, machine)
+		return err
+	})
+	return out, err
+}
+
+func (c handleContext) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec) (config, name string, err error) {
+	err = c.h.route(ctx, abi.MethodGetCloudConfig, func(p cloud.ContextProvider) (err error) {
+		config, name, err = p.GetCloudConfig(ctx, spec)
+		return err
+	})
+	return config, name, err
+}
+
+func (c handleContext) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData, userdata string) (out instance.Instance, err error) {
+	err = c.h.route(ctx, abi.MethodCreate, func(p cloud.ContextProvider) (err error) {
+		out, err = p.Create(ctx, machine, data, userdata)
+		return err
+	})
+	return out, err
+}
+
+func (c handleContext) Delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
+	return c.h.route(ctx, abi.MethodDelete, func(p cloud.ContextProvider) error { return p.Delete(ctx, machine, data) })
+}
+
+func (c handleContext) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine) (out map[string]string, err error) {
+	err = c.h.route(ctx, abi.MethodMachineMetricsLabels, func(p cloud.ContextProvider) (err error) {
+		out, err = p.MachineMetricsLabels(ctx, machine)
+		return err
+	})
+	return out, err
+}
+
+func (c handleContext) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID) error {
+	return c.h.route(ctx, abi.MethodMigrateUID, func(p cloud.ContextProvider) error { return p.MigrateUID(ctx, machine, newUID) })
+}

@@ -1,0 +1,80 @@
+package registry
+
+import (
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	logger        *slog.Logger
+	onEvent       func(Event)
+	debounce      time.Duration
+	smoke         SmokeTest
+	smokeTimeout  time.Duration
+	drainTimeout  time.Duration
+	dirPoll       time.Duration
+	readFile      func(string) ([]byte, error) // a seam for tests (export_test.go)
+	prewarmToLoad bool
+}
+
+func defaultConfig() config {
+	return config{
+		logger:        slog.Default(),
+		debounce:      150 * time.Millisecond,
+		smoke:         DefaultSmokeTest,
+		smokeTimeout:  10 * time.Second,
+		dirPoll:       time.Second,
+		readFile:      os.ReadFile,
+		prewarmToLoad: true,
+	}
+}
+
+// WithLogger sets the registry's logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithEventHandler installs fn, called for every Event. It runs on the
+// registry's goroutines: it must be quick and must not call back into the
+// registry's loading methods.
+func WithEventHandler(fn func(Event)) Option {
+	return func(c *config) { c.onEvent = fn }
+}
+
+// WithDebounce sets how long the watch waits for a file to stay quiet
+// before loading it (default 150ms).
+func WithDebounce(d time.Duration) Option { return func(c *config) { c.debounce = d } }
+
+// WithSmokeTest replaces DefaultSmokeTest; nil disables the smoke call.
+func WithSmokeTest(t SmokeTest) Option { return func(c *config) { c.smoke = t } }
+
+// WithSmokeTimeout bounds the smoke call (default 10s). A module whose
+// smoke call hangs is interrupted and rejected.
+func WithSmokeTimeout(d time.Duration) Option {
+	return func(c *config) { c.smokeTimeout = d }
+}
+
+// WithDrainTimeout bounds how long a replaced version may finish its calls
+// before it is closed anyway (default: its policy's call timeout plus 10s,
+// so no call that respects its deadline is cut short).
+func WithDrainTimeout(d time.Duration) Option {
+	return func(c *config) { c.drainTimeout = d }
+}
+
+// WithDirPollInterval sets how often a watched directory that disappeared
+// is looked for again (default 1s).
+func WithDirPollInterval(d time.Duration) Option {
+	return func(c *config) { c.dirPoll = d }
+}
+
+// WithPrewarmToLoad controls whether a new version is pre-warmed with as
+// many instances as the version it replaces has live (capped by its pool
+// size), so a swap under load makes no caller wait for an instantiation
+// (default true).
+func WithPrewarmToLoad(on bool) Option {
+	return func(c *config) { c.prewarmToLoad = on }
+}

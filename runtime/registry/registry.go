@@ -1,0 +1,145 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/wasmprov/wasmprov/runtime"
+)
+
+// Registry errors.
+var (
+	// ErrProviderNotFound: no provider of that name is loaded. It is not
+	// cloud/errors.ErrInstanceNotFound: a missing provider says nothing
+	// about the instance, so a controller must retry, never treat the
+	// Machine's instance as gone.
+	ErrProviderNotFound = errors.New("provider not found")
+	// ErrDuplicateProvider: a provider of that name already comes from
+	// another source (another directory, or code).
+	ErrDuplicateProvider = errors.New("provider name already in use")
+	// ErrSmokeTest: a new version failed its smoke call and was rejected.
+	ErrSmokeTest = errors.New("smoke call failed")
+	// ErrClosed: the registry was closed.
+	ErrClosed = errors.New("registry is closed")
+)
+
+// Registry serves providers by name, loaded from directories and from code,
+// and replaces them while they serve: a new version is compiled, validated,
+// smoke-tested and pre-warmed off the call path, then swapped in atomically.
+// Calls already running finish on the old version, which is then closed. A
+// version that fails any step is rejected and the old one keeps serving.
+//
+// Holders of a *Handle (from Get) always call the current version.
+type Registry struct {
+	rt  *runtime.Runtime
+	cfg config
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	dirs    []string
+	closed  bool
+	wg      sync.WaitGroup // syncs and drains in progress
+	watch   *watcher       // nil until Watch
+}
+
+// entry is one provider name. It outlives removals (cur == nil) so that a
+// Handle keeps working when the provider comes back.
+type entry struct {
+	name   string
+	cur    atomic.Pointer[runtime.Provider]
+	loadMu sync.Mutex // serialises loads of this name
+	handle *Handle
+
+	// guarded by Registry.mu
+	src source
+
+	// guarded by loadMu; the zero contentKey means "none" (no content
+	// hashes to all zeros)
+	key         contentKey // of the serving version
+	rejectedKey contentKey
+	rejectedErr error
+
+	st entryStats
+}
+
+// New returns an empty Registry loading providers with rt.
+func New(rt *runtime.Runtime, opts ...Option) *Registry {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Registry{rt: rt, cfg: cfg, entries: map[string]*entry{}}
+}
+
+// Get returns the provider name, like machine-controller's
+// cloudprovider.ForProvider. The handle routes every call to the version
+// serving at that moment, so holding it across reloads is right. The error
+// wraps ErrProviderNotFound.
+func (r *Registry) Get(name string) (*Handle, error) {
+	r.mu.Lock()
+	e, ok := r.entries[name]
+	r.mu.Unlock()
+	if !ok || e.cur.Load() == nil {
+		return nil, fmt.Errorf("%w: %q", ErrProviderNotFound, name)
+	}
+	return e.handle, nil
+}
+
+// Names returns the names of the providers loaded, sorted.
+func (r *Registry) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for n, e := range r.entries {
+		if e.cur.Load() != nil {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Close stops the watch, waits for loads in progress, then unloads every
+// provider, waiting for calls in flight (or ctx).
+func (r *Registry) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	wt := r.watch
+	entries := make([]*entry, 0, len(r.entries))
+	for _, e := range r.entries {
+		entries = append(entries, e)
+	}
+	r.mu.Unlock()
+	if wt != nil {
+		wt.stop()
+	}
+	var errs []error
+	for _, e := range entries {
+		e.loadMu.Lock()
+		e.st.mu.Lock()
+		p := e.cur.Swap(nil)
+		e.st.mu.Unlock()
+		e.loadMu.Unlock()
+		if p != nil {
+			if err := p.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("provider %q: %w", e.name, err))
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, context.Cause(ctx))
+	}
+	return errors.Join(errs...)
+}
