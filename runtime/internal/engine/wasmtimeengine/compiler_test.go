@@ -18,6 +18,7 @@ import (
 	"github.com/bytecodealliance/wasmtime-go/v37"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine/wasmtimeengine/compiler"
+	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
 // chainModule is n functions of about size bytes each, every one a chain of
@@ -29,19 +30,7 @@ import (
 // 840 MiB at OptLevelSpeed on the 2-core test VM, 0.7 s at OptLevelNone.
 // Set WASMPROV_TEST_PATHOLOGICAL=1 to measure it again in process.
 func chainModule(n, size, locals int) []byte {
-	uleb := func(b []byte, v int) []byte {
-		for {
-			c := byte(v & 0x7f)
-			v >>= 7
-			if v != 0 {
-				c |= 0x80
-			}
-			b = append(b, c)
-			if v == 0 {
-				return b
-			}
-		}
-	}
+	uleb := func(b []byte, v int) []byte { return wasmbin.AppendUint64(b, uint64(v)) }
 	section := func(id byte, payload []byte) []byte {
 		return append(uleb([]byte{id}, len(payload)), payload...)
 	}
