@@ -20,19 +20,9 @@ import (
 type NativeHost struct{ c *hostfuncs.Call }
 
 // HostError is a host function's failure as NativeHost reports it: the
-// Errno and message a wasm guest would read.
-type HostError struct {
-	Func    string
-	Errno   abi.Errno
-	Message string
-}
-
-func (e *HostError) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("host function %s failed with errno %d", e.Func, e.Errno)
-	}
-	return fmt.Sprintf("host function %s: %s", e.Func, e.Message)
-}
+// Errno and message a wasm guest would read. It is abi's type, which the Go
+// SDK returns too.
+type HostError = abi.HostError
 
 // NativeFunc serves one call of method m of a native provider through h
 // and returns the status a wasm export would.

@@ -60,16 +60,6 @@ func (e *RetryableError) Unwrap() error { return e.Err }
 
 // HostError is a failure of a host function: the Errno tells its class
 // (abi.ErrnoDenied for a policy refusal, abi.ErrnoFailed for a failed
-// operation, ...) and Message is the host's explanation.
-type HostError struct {
-	Func    string
-	Errno   abi.Errno
-	Message string
-}
-
-func (e *HostError) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("host function %s failed with errno %d", e.Func, e.Errno)
-	}
-	return fmt.Sprintf("host function %s: %s", e.Func, e.Message)
-}
+// operation, ...) and Message is the host's explanation. It is abi's type,
+// so the native runner (runtime/native) returns the very same one.
+type HostError = abi.HostError
