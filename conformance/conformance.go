@@ -35,6 +35,8 @@ import (
 	"github.com/wasmprov/wasmprov/cassette"
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // Profile says what a provider can be expected to do.
@@ -91,8 +93,9 @@ type Config struct {
 	// key, a random suffix) and so are not compared on replay.
 	Ignore []cassette.Ignore
 
-	// Checks selects checks by ID or ID prefix ("validate."); empty runs
-	// every check.
+	// Checks selects checks by ID or by a prefix that ends at a dot
+	// ("validate." or "validate"); empty runs every check. A selector that
+	// matches no check makes Run fail, listing the IDs (CheckIDs).
 	Checks []string
 	// Seed seeds the fuzzed Machines (default 1): a run is reproducible.
 	Seed uint64
@@ -112,14 +115,21 @@ type Config struct {
 	// Logger receives the host's and the guest's log records (default:
 	// discarded).
 	Logger *slog.Logger
+	// Kube is the Kubernetes client the host's config_var reads Secrets and
+	// ConfigMaps through (runtime.WithKubernetesClient), for a provider
+	// spec with secretKeyRef or configMapKeyRef. Only what the Machine
+	// references is read. Nil: such references fail with FAILED.
+	Kube kubernetes.Interface
 }
 
 // Status is the outcome of a check.
 type Status string
 
-// Outcomes.
+// Outcomes. A check of a SHOULD rule (Level Should) that is not met is a
+// Warn: reported with its explanation, but the run still passes.
 const (
 	Pass Status = "pass"
+	Warn Status = "warn"
 	Fail Status = "fail"
 	Skip Status = "skip"
 )
@@ -128,6 +138,7 @@ const (
 type Result struct {
 	ID       string        `json:"id"`
 	Title    string        `json:"title"`
+	Level    Level         `json:"level"`
 	Status   Status        `json:"status"`
 	Message  string        `json:"message,omitempty"`
 	Why      string        `json:"why,omitempty"`
@@ -146,7 +157,7 @@ type Report struct {
 	Duration     time.Duration `json:"durationNs"`
 }
 
-// Passed reports whether no check failed.
+// Passed reports whether no check failed (warnings do not count).
 func (r *Report) Passed() bool {
 	for _, res := range r.Results {
 		if res.Status == Fail {
@@ -156,19 +167,33 @@ func (r *Report) Passed() bool {
 	return true
 }
 
-// Counts returns how many checks passed, failed and were skipped.
-func (r *Report) Counts() (pass, fail, skip int) {
+// Counts is how many checks had each outcome.
+type Counts struct {
+	Pass int `json:"pass"`
+	Warn int `json:"warn"`
+	Fail int `json:"fail"`
+	Skip int `json:"skip"`
+}
+
+// Total is the number of checks counted.
+func (c Counts) Total() int { return c.Pass + c.Warn + c.Fail + c.Skip }
+
+// Counts returns how many checks passed, warned, failed and were skipped.
+func (r *Report) Counts() Counts {
+	var c Counts
 	for _, res := range r.Results {
 		switch res.Status {
 		case Pass:
-			pass++
+			c.Pass++
+		case Warn:
+			c.Warn++
 		case Fail:
-			fail++
+			c.Fail++
 		case Skip:
-			skip++
+			c.Skip++
 		}
 	}
-	return
+	return c
 }
 
 // Result returns the result of check id, or nil.
@@ -182,10 +207,15 @@ func (r *Report) Result(id string) *Result {
 }
 
 // Failed lists the IDs of failed checks.
-func (r *Report) Failed() []string {
+func (r *Report) Failed() []string { return r.withStatus(Fail) }
+
+// Warned lists the IDs of checks that warned.
+func (r *Report) Warned() []string { return r.withStatus(Warn) }
+
+func (r *Report) withStatus(s Status) []string {
 	var ids []string
 	for _, res := range r.Results {
-		if res.Status == Fail {
+		if res.Status == s {
 			ids = append(ids, res.ID)
 		}
 	}
@@ -250,6 +280,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if len(cfg.ProviderSpec) == 0 {
 		return nil, fmt.Errorf("no provider spec: set Config.ProviderSpec to the providerSpec.value of a Machine the provider accepts")
+	}
+	if err := checkSelection(cfg.Checks); err != nil {
+		return nil, err
 	}
 	if cfg.Record && (cfg.Cassette == "" || cfg.CloudURL == "") {
 		return nil, fmt.Errorf("recording needs both a cassette file and a cloud URL")
@@ -319,6 +352,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.CompilationCacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(cfg.CompilationCacheDir))
 	}
+	if cfg.Kube != nil {
+		opts = append(opts, runtime.WithKubernetesClient(cfg.Kube))
+	}
 	if transport != nil {
 		opts = append(opts, runtime.WithHTTPTransport(func(http.RoundTripper) http.RoundTripper { return transport }))
 	}
@@ -338,7 +374,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var deferred []int
 	results := make([]Result, len(Checks))
 	for i, c := range Checks {
-		results[i] = Result{ID: c.ID, Title: c.Title}
+		results[i] = Result{ID: c.ID, Title: c.Title, Level: c.Level}
 		if !selected(cfg.Checks, c.ID) {
 			results[i].Status, results[i].Message = Skip, "not selected"
 			continue
@@ -362,18 +398,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-func selected(sel []string, id string) bool {
-	if len(sel) == 0 {
-		return true
-	}
-	for _, s := range sel {
-		if s == id || (strings.HasSuffix(s, ".") && strings.HasPrefix(id, s)) || strings.HasPrefix(id, s+".") {
-			return true
-		}
-	}
-	return false
-}
-
 // skipError skips a check with a reason.
 type skipError struct{ reason string }
 
@@ -391,7 +415,7 @@ func failf(format string, args ...any) error { return &failure{fmt.Sprintf(forma
 
 // run runs one check and turns its outcome into a Result.
 func (e *env) run(ctx context.Context, c Check) (res Result) {
-	res = Result{ID: c.ID, Title: c.Title}
+	res = Result{ID: c.ID, Title: c.Title, Level: c.Level}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
 	if c.ID != "abi.module" && e.loadErr != nil {
@@ -403,7 +427,7 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		return res
 	}
 	ctx = cassette.WithScope(ctx, c.ID)
-	t := &T{env: e, ctx: ctx, id: c.ID}
+	t := &T{env: e, ctx: ctx, id: c.ID, store: newMachineStore()}
 	err := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -413,6 +437,9 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		return c.run(t)
 	}()
 	t.cleanup()
+	if n, conflicts := t.store.stats(); n > 0 {
+		t.notef("the provider updated its Machines %d times with machine_update (%d conflicts re-applied); each later call received the updated Machine", n, conflicts)
+	}
 	if e.replay != nil {
 		if rerr := e.replay.Check(c.ID); rerr != nil {
 			saw := "the check passed otherwise"
@@ -430,6 +457,9 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		res.Status, res.Message = Skip, err.reason
 	default:
 		res.Status, res.Message, res.Why = Fail, err.Error(), c.Why
+		if c.Level == Should {
+			res.Status = Warn
+		}
 	}
 	return res
 }
@@ -448,10 +478,12 @@ func (e *env) applyDefaults(ctx context.Context) {
 
 // T is the handle a check works with.
 type T struct {
-	env      *env
-	ctx      context.Context
-	id       string
-	notes    []string
+	env   *env
+	ctx   context.Context
+	id    string
+	notes []string
+	// store holds the check's Machines (see machineStore).
+	store    *machineStore
 	mu       sync.Mutex
 	cleanups []func()
 }

@@ -26,11 +26,20 @@ func uid(seed string) types.UID {
 }
 
 // machine returns a Machine named after the check, with the defaulted
-// provider spec (as machine-controller's webhook would have stored it).
+// provider spec (as machine-controller's webhook would have stored it),
+// and stores it: calls receive its stored version (t.current), which is
+// what the provider's machine_update calls made of it.
 func (t *T) machine(n int) *clusterv1alpha1.Machine {
 	m := t.rawMachine(n)
 	m.Spec.ProviderSpec.Value.Raw = append([]byte(nil), t.env.defaulted...)
+	t.store.put(m)
 	return m
+}
+
+// current returns the stored version of m: what the controller would pass
+// to the provider's next call.
+func (t *T) current(m *clusterv1alpha1.Machine) *clusterv1alpha1.Machine {
+	return t.store.current(m)
 }
 
 // rawMachine is machine with the configured spec, before AddDefaults.
@@ -60,7 +69,7 @@ func describe(err error) string {
 	}
 	class := runtime.ErrorClass(err)
 	if class == "" {
-		class = "error"
+		return fmt.Sprintf("error: %v", err)
 	}
 	return fmt.Sprintf("%s error: %v", class, err)
 }
