@@ -13,9 +13,17 @@
 // (Config.Record). The provider finds the cloud through its provider spec:
 // "${CLOUD_URL}" in Config.ProviderSpec is replaced by the URL to use.
 //
+// The suite calls a provider as machine-controller does: its Machines live
+// in an in-memory store, what the provider writes with machine_update in
+// Create and Delete goes through a MachineUpdater (resourceVersions,
+// conflicts re-applied), and every later call receives the updated Machine.
+// abi/SPEC.md §11 specifies the profiles and every check.
+//
 // Providers that keep no state, like machine-controller's fake provider
 // whose Get always finds an instance, declare ProfileStateless: checks that
 // need a provider to remember what it created are then skipped, and say so.
+// A check of a SHOULD rule that is not met is a warning (Warn), not a
+// failure.
 package conformance
 
 import (
@@ -438,7 +446,7 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 	}()
 	t.cleanup()
 	if n, conflicts := t.store.stats(); n > 0 {
-		t.notef("the provider updated its Machines %d times with machine_update (%d conflicts re-applied); each later call received the updated Machine", n, conflicts)
+		t.notef("the provider updated its Machines with machine_update %d× (%d× after a conflict, re-applied to the fresh Machine); each later call received the updated Machine", n, conflicts)
 	}
 	if e.replay != nil {
 		if rerr := e.replay.Check(c.ID); rerr != nil {
@@ -468,7 +476,7 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 // spec is used (and add-defaults.idempotent reports the failure).
 func (e *env) applyDefaults(ctx context.Context) {
 	e.defaulted = e.spec
-	ctx, cancel := context.WithTimeout(cassette.WithScope(ctx, "setup"), e.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(cloud.WithMachineNamespace(cassette.WithScope(ctx, "setup"), machineNamespace), e.cfg.CallTimeout)
 	defer cancel()
 	m := newMachine("wpc-setup", uid("setup"), e.spec)
 	if d, err := e.p.AddDefaults(ctx, m.Spec); err == nil && d.ProviderSpec.Value != nil && json.Valid(d.ProviderSpec.Value.Raw) {
@@ -506,7 +514,10 @@ func (t *T) cleanup() {
 	}
 }
 
-// call returns a context for one provider call.
+// call returns a context for one provider call. Calls that get a spec
+// without its Machine (AddDefaults, Validate, GetCloudConfig) are made for
+// a Machine of machineNamespace, as a controller validating a Machine it
+// read passes its namespace: config_var may read Secrets there.
 func (t *T) call() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(t.ctx, t.env.cfg.CallTimeout)
+	return context.WithTimeout(cloud.WithMachineNamespace(t.ctx, machineNamespace), t.env.cfg.CallTimeout)
 }

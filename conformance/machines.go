@@ -49,10 +49,13 @@ func (t *T) rawMachine(n int) *clusterv1alpha1.Machine {
 	return newMachine(name, uid(t.id+"/"+name), t.env.spec)
 }
 
+// machineNamespace is the namespace of every Machine of a run.
+const machineNamespace = "kube-system"
+
 func newMachine(name string, u types.UID, spec json.RawMessage) *clusterv1alpha1.Machine {
 	m := &clusterv1alpha1.Machine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "cluster.k8s.io/v1alpha1", Kind: "Machine"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: u},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineNamespace, UID: u},
 	}
 	m.Spec.Name = name
 	m.Spec.Versions.Kubelet = "1.31.0"
