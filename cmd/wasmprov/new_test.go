@@ -36,7 +36,7 @@ func TestAuthoringQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the AUTHORING.md quick start failed: %v", err)
 	}
-	if !strings.Contains(string(out), "PASS: 13 passed, 0 failed, 2 skipped") {
+	if !strings.Contains(string(out), "PASS: 14 passed, 0 warnings, 0 failed, 2 skipped") {
 		t.Fatal("wasmprov conformance did not report a pass")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "myprov", "myprov.wasm")); err != nil {
