@@ -136,7 +136,7 @@ func twoArgs(fs *flag.FlagSet, args []string) (string, string, error) {
 	// Allow flags before and after the positional arguments.
 	var pos []string
 	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return "", "", err
 		}
 		args = fs.Args()

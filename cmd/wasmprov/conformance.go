@@ -62,10 +62,7 @@ Checks:
 	fuzzN := fs.Int("fuzz", 24, "number of fuzzed Machines")
 	verbose := fs.Bool("v", false, "show the host's and the provider's log records")
 	cacheDir := fs.String("cache-dir", "", "compilation cache directory")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

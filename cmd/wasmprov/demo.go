@@ -23,7 +23,7 @@ func runDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	module := fs.String("provider", "build/guests/fake.wasm", "provider module")
 	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	return demo(ctx, stdout, *module, *cacheDir)

@@ -18,7 +18,7 @@ func init() {
 func runInspect(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: wasmprov inspect PROVIDER.wasm") }
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// runCLI runs wasmprov with args as main does and returns the exit status
+// and what went to stdout and to stderr.
+func runCLI(t *testing.T, args ...string) (code int, out, errOut string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	saveOut, saveErr := stdout, stderr
+	stdout, stderr = &o, &e
+	defer func() { stdout, stderr = saveOut, saveErr }()
+	code = runMain(context.Background(), args)
+	return code, o.String(), e.String()
+}
+
+// Help that was asked for is a result: exit status 0 and the usage on
+// stdout, for wasmprov itself and every command, however it is spelled.
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"help"}} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 0 || !strings.Contains(out, "commands:") || errOut != "" {
+			t.Errorf("wasmprov %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) < 7 {
+		t.Fatalf("only %d commands registered: %v", len(names), names)
+	}
+	for _, name := range names {
+		for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}} {
+			code, out, errOut := runCLI(t, args...)
+			if code != 0 || !strings.Contains(strings.ToLower(out), "usage") || errOut != "" {
+				t.Errorf("wasmprov %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+	}
+}
+
+// A command line that is wrong is not help: a non-zero status, and the
+// usage on stderr, not mixed into the results on stdout.
+func TestUsageErrorsExitNonZero(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{nil, 2},
+		{[]string{"nosuchcommand"}, 2},
+		{[]string{"inspect"}, 1},
+		{[]string{"inspect", "-nosuchflag", "x.wasm"}, 1},
+		{[]string{"call", "x.wasm"}, 1},
+		{[]string{"demo", "-nosuchflag"}, 1},
+	} {
+		code, out, errOut := runCLI(t, tc.args...)
+		if code != tc.code || out != "" || !strings.Contains(strings.ToLower(errOut), "usage") {
+			t.Errorf("wasmprov %s: exit %d, stdout %q, stderr %q; want %d and the usage on stderr", strings.Join(tc.args, " "), code, out, errOut, tc.code)
+		}
+	}
+}
