@@ -52,7 +52,7 @@ Checks:
 	record := fs.Bool("record", false, "record the HTTP traffic into --cassette, from --cloud-url")
 	var secrets, checks, hosts, ignores listFlag
 	fs.Var(&secrets, "secret", "a secret value to redact from a recording (repeatable)")
-	fs.Var(&checks, "check", "run only this check ID or ID prefix (repeatable)")
+	fs.Var(&checks, "check", "run only this check ID, or the checks under a group such as 'create' or 'create.' (repeatable; one that selects no check is an error)")
 	fs.Var(&ignores, "ignore", "on replay, do not compare these request body fields: 'METHOD PATH-SUFFIX field,field' (repeatable)")
 	fs.Var(&hosts, "allow-host", "add a host to the policy's allowed hosts (repeatable)")
 	policyFile := fs.String("policy", "", "a JSON policy file (runtime.Policy) to run the provider under")
@@ -68,6 +68,9 @@ Checks:
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return errors.New("expected one PROVIDER.wasm")
+	}
+	if err := checkSelection(checks); err != nil {
+		return err
 	}
 	if *specArg == "" {
 		return errors.New("--spec is required: the providerSpec.value of a Machine the provider accepts")
@@ -155,4 +158,35 @@ Checks:
 		return fmt.Errorf("%d check(s) failed: %s", len(rep.Failed()), strings.Join(rep.Failed(), ", "))
 	}
 	return nil
+}
+
+// checkSelection refuses a -check that selects no check: a typo must not
+// run nothing and pass. A selection is an ID, or a group ("create" or
+// "create.") of the IDs under it, as conformance.Run selects; an ID's
+// bare prefix ("create.get") selects nothing.
+func checkSelection(sel []string) error {
+	var bad []string
+	for _, s := range sel {
+		if !selectsAny(s) {
+			bad = append(bad, fmt.Sprintf("%q", s))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	ids := make([]string, len(conformance.Checks))
+	for i, c := range conformance.Checks {
+		ids[i] = c.ID
+	}
+	return fmt.Errorf("-check %s selects no check; valid IDs: %s (or a group: the part before a dot)",
+		strings.Join(bad, ", "), strings.Join(ids, ", "))
+}
+
+func selectsAny(s string) bool {
+	for _, c := range conformance.Checks {
+		if s == c.ID || (strings.HasSuffix(s, ".") && strings.HasPrefix(c.ID, s)) || strings.HasPrefix(c.ID, s+".") {
+			return true
+		}
+	}
+	return false
 }

@@ -67,3 +67,25 @@ func TestUsageErrorsExitNonZero(t *testing.T) {
 		}
 	}
 }
+
+// A -check that selects nothing (a typo, or a bare prefix of an ID) fails
+// before anything runs, naming the valid IDs: it must not turn CI green.
+func TestConformanceUnknownCheck(t *testing.T) {
+	for _, sel := range []string{"nosuchcheck", "create.get", "creat"} {
+		code, out, errOut := runCLI(t, "conformance", "-check", "validate", "-check", sel, "-spec", "{}", "nosuch.wasm")
+		if code == 0 || out != "" {
+			t.Errorf("-check %s: exit %d, stdout %q; want a failure before any check runs", sel, code, out)
+		}
+		for _, want := range []string{`"` + sel + `"`, "valid IDs:", "create.get-same-id", "abi.module"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("-check %s: stderr lacks %q:\n%s", sel, want, errOut)
+			}
+		}
+		if strings.Contains(errOut, `"validate"`) {
+			t.Errorf("-check validate is a valid group, but it is reported:\n%s", errOut)
+		}
+	}
+	if err := checkSelection([]string{"create", "create.", "abi.module", "validate.rejects-empty"}); err != nil {
+		t.Errorf("valid selections refused: %v", err)
+	}
+}
