@@ -60,7 +60,7 @@ func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error)
 			return nil, err
 		}
 		info.describe(st)
-		info.Problems = append(st.reservedProblems(), validate(st)...)
+		info.Problems = append(st.reservedProblems(), validate(st.withoutReservedImports())...)
 		info.readConstants(st)
 		info.checkValues()
 		return info, nil

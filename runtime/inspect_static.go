@@ -58,6 +58,20 @@ func (m *staticModule) reservedProblems() []string {
 	return problems
 }
 
+// withoutReservedImports is m without the imports reservedProblems reports,
+// so that validate does not report them a second time as from an unknown
+// module.
+func (m *staticModule) withoutReservedImports() *staticModule {
+	c := *m
+	c.imports = nil
+	for _, im := range m.imports {
+		if im.Module != interrupt.YieldModule {
+			c.imports = append(c.imports, im)
+		}
+	}
+	return &c
+}
+
 // readStatic reads wasm's types, imports, functions, exports and the bodies
 // of the ABI's scalar exports. It decodes; it does not validate: an error
 // means the bytes do not decode, nothing else.

@@ -139,6 +139,9 @@ func TestInspectInvalidModules(t *testing.T) {
 					t.Errorf("problems lack %q:\n%s", want, all)
 				}
 			}
+			if strings.Count(all, "wasmprov_interrupt") > strings.Count(strings.Join(tc.problems, "\n"), "wasmprov_interrupt") {
+				t.Errorf("the reserved name is reported more than once:\n%s", all)
+			}
 			if strings.Contains(all, "not a valid WebAssembly module") {
 				t.Errorf("a well-formed module called not WebAssembly:\n%s", all)
 			}
