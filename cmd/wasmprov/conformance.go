@@ -107,7 +107,7 @@ Checks:
 	policy.AllowedHosts = append(policy.AllowedHosts, hosts...)
 	logger := slog.New(slog.DiscardHandler)
 	if *verbose {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	kube, err := kubeF.client()
 	if err != nil {
@@ -142,7 +142,7 @@ Checks:
 			return nil
 		}
 		if path == "-" {
-			return f(os.Stdout)
+			return f(stdout)
 		}
 		out, err := os.Create(path)
 		if err != nil {
@@ -155,7 +155,7 @@ Checks:
 		return out.Close()
 	}
 	if *jsonOut != "-" {
-		if err := rep.WriteText(os.Stdout); err != nil {
+		if err := rep.WriteText(stdout); err != nil {
 			return err
 		}
 	}
