@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/wasmprov/wasmprov/internal/testguest"
 )
 
 // runCLI runs wasmprov with args as main does and returns the exit status
@@ -87,5 +90,19 @@ func TestConformanceUnknownCheck(t *testing.T) {
 	}
 	if err := checkSelection([]string{"create", "create.", "abi.module", "validate.rejects-empty"}); err != nil {
 		t.Errorf("valid selections refused: %v", err)
+	}
+}
+
+// A valid selection runs what it selects, and the report is the command's
+// stdout.
+func TestConformanceSelectedCheck(t *testing.T) {
+	fake := testguest.Build(t, "examples/fake")
+	code, out, errOut := runCLI(t, "conformance", "-profile", "stateless", "-spec", `{"cloudProviderSpec":{"passValidation":true}}`,
+		"-check", "abi.module", "-cache-dir", testguest.CompilationCacheDir(t), fake)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`(?m)^PASS +abi\.module `).MatchString(out) || !regexp.MustCompile(`(?m)^SKIP +abi\.capabilities `).MatchString(out) {
+		t.Errorf("want abi.module run and passed, abi.capabilities skipped:\n%s", out)
 	}
 }
