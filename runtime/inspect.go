@@ -60,17 +60,20 @@ func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error)
 			return nil, err
 		}
 		info.describe(st)
-		info.Problems = append(st.reservedProblems(), validate(st.withoutReservedImports())...)
+		info.Problems = append(st.reservedProblems(), validate(hideReservedImports{st})...)
 		info.readConstants(st)
 		info.checkValues()
 		return info, nil
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
 	info.describe(mod)
-	info.Problems = validate(mod)
-	st, serr := readStatic(wasm) // for the reserved names, on a runtime that does not instrument
+	// The names the host reserves, which an engine may compile (wasmtime
+	// adds no import, a runtime without deadlines adds nothing).
+	st, serr := readStatic(wasm)
 	if serr == nil {
-		info.Problems = append(info.Problems, st.reservedProblems()...)
+		info.Problems = append(st.reservedProblems(), validate(hideReservedImports{mod})...)
+	} else {
+		info.Problems = validate(mod)
 	}
 	r.inspectInstance(ctx, mod, info)
 	if serr == nil {

@@ -58,18 +58,19 @@ func (m *staticModule) reservedProblems() []string {
 	return problems
 }
 
-// withoutReservedImports is m without the imports reservedProblems reports,
-// so that validate does not report them a second time as from an unknown
-// module.
-func (m *staticModule) withoutReservedImports() *staticModule {
-	c := *m
-	c.imports = nil
-	for _, im := range m.imports {
+// hideReservedImports hides from validate the imports reservedProblems
+// reports, which validate would report a second time, as imports from an
+// unknown module.
+type hideReservedImports struct{ engine.Module }
+
+func (m hideReservedImports) ImportedFunctions() []engine.Import {
+	var out []engine.Import
+	for _, im := range m.Module.ImportedFunctions() {
 		if im.Module != interrupt.YieldModule {
-			c.imports = append(c.imports, im)
+			out = append(out, im)
 		}
 	}
-	return &c
+	return out
 }
 
 // readStatic reads wasm's types, imports, functions, exports and the bodies
