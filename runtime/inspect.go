@@ -75,7 +75,7 @@ func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error)
 	} else {
 		info.Problems = validate(mod)
 	}
-	r.inspectInstance(ctx, mod, info)
+	inspectInstance(ctx, mod, info)
 	if serr == nil {
 		info.readConstants(st)
 	}
@@ -99,7 +99,7 @@ func (info *ModuleInfo) describe(m engine.Module) {
 
 // inspectInstance instantiates mod and calls the ABI's scalar exports that
 // have the ABI's signature.
-func (r *Runtime) inspectInstance(ctx context.Context, mod engine.Module, info *ModuleInfo) {
+func inspectInstance(ctx context.Context, mod engine.Module, info *ModuleInfo) {
 	exports, want := mod.ExportedFunctions(), requiredExports()
 	sound := func(name string) bool {
 		def, ok := exports[name]
