@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 
@@ -31,8 +30,11 @@ func runCall(ctx context.Context, args []string) error {
 	newUID := fs.String("new-uid", "", "new UID for MigrateUID")
 	pvFile := fs.String("pvs", "", "PersistentVolumeList manifest for Create/Delete")
 	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables)")
+	logs := addLogFlags(fs)
+	kube := addKubeFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: wasmprov call PROVIDER.wasm METHOD -f machine.yaml [flags]\n\nMETHOD is one of %s.\n\n", strings.Join(methodNames(), ", "))
+		fmt.Fprintf(fs.Output(), "usage: wasmprov call PROVIDER.wasm METHOD -f machine.yaml [flags]\n\n"+
+			"METHOD is one of %s.\nThe result goes to stdout as YAML; the host's and the provider's logs to stderr.\n\n", strings.Join(methodNames(), ", "))
 		fs.PrintDefaults()
 	}
 	module, method, err := twoArgs(fs, args)
@@ -46,7 +48,11 @@ func runCall(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, rt, err := loadForCLI(ctx, module, *policyFile, *cacheDir)
+	env, err := newCLIEnv(logs, kube)
+	if err != nil {
+		return err
+	}
+	p, rt, err := loadForCLI(ctx, module, *policyFile, *cacheDir, env)
 	if err != nil {
 		return err
 	}
@@ -136,7 +142,7 @@ func twoArgs(fs *flag.FlagSet, args []string) (string, string, error) {
 	// Allow flags before and after the positional arguments.
 	var pos []string
 	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return "", "", err
 		}
 		args = fs.Args()
@@ -183,10 +189,13 @@ func printYAML(w io.Writer, v any) error {
 	return err
 }
 
-// loadForCLI loads one module with its policy.
-func loadForCLI(ctx context.Context, module, policyFile, cacheDir string) (*runtime.Provider, *runtime.Runtime, error) {
-	// Host diagnostics go to stderr, warnings and up: results go to stdout.
-	opts := []runtime.Option{engineOption(), runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+// loadForCLI loads one module with its policy, logging and resolving the
+// Machine's references as env says.
+func loadForCLI(ctx context.Context, module, policyFile, cacheDir string, env cliEnv) (*runtime.Provider, *runtime.Runtime, error) {
+	opts := []runtime.Option{engineOption(), runtime.WithLogger(env.logger)}
+	if env.kube != nil {
+		opts = append(opts, runtime.WithKubernetesClient(env.kube))
+	}
 	if cacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(cacheDir))
 	}

@@ -57,10 +57,7 @@ func runController(ctx context.Context, args []string) error {
 			"named by providerSpec.value.cloudProvider loaded from DIR/NAME.wasm.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

@@ -23,13 +23,19 @@ func runDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	module := fs.String("provider", "build/guests/fake.wasm", "provider module")
 	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables)")
-	if err := fs.Parse(args); err != nil {
+	logs := addLogFlags(fs)
+	kube := addKubeFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return demo(ctx, stdout, *module, *cacheDir)
+	env, err := newCLIEnv(logs, kube)
+	if err != nil {
+		return err
+	}
+	return demo(ctx, stdout, *module, *cacheDir, env)
 }
 
-func demo(ctx context.Context, w io.Writer, module, cacheDir string) error {
+func demo(ctx context.Context, w io.Writer, module, cacheDir string, env cliEnv) error {
 	step := func(name string, d time.Duration, result any, err error) {
 		if err != nil {
 			fmt.Fprintf(w, "  %-22s %8s  error: %v\n", name, d.Round(time.Microsecond), err)
@@ -40,7 +46,7 @@ func demo(ctx context.Context, w io.Writer, module, cacheDir string) error {
 	}
 	start := time.Now()
 	fmt.Fprintf(w, "loading %s (compiling on first use, from the cache afterwards)...\n", module)
-	p, rt, err := loadForCLI(ctx, module, "", cacheDir)
+	p, rt, err := loadForCLI(ctx, module, "", cacheDir, env)
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,13 @@ func init() {
 
 func runInspect(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: wasmprov inspect PROVIDER.wasm") }
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wasmprov inspect PROVIDER.wasm\n\n"+
+			"Describes the module: size, digest, ABI version, declared capabilities, exports\n"+
+			"and imports, and every problem that would make the host refuse it (exit status 1\n"+
+			"if there is one). What can be read is shown even for an invalid module.")
+	}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -42,8 +47,15 @@ func runInspect(ctx context.Context, args []string) error {
 	fmt.Fprintf(w, "module:        %s\n", fs.Arg(0))
 	fmt.Fprintf(w, "size:          %d bytes\n", info.Size)
 	fmt.Fprintf(w, "sha256:        %s\n", info.SHA256)
-	fmt.Fprintf(w, "abi version:   %d (host implements %d)\n", info.ABIVersion, abi.Version)
-	fmt.Fprintf(w, "capabilities:  %s\n", capList(info.Declared))
+	version, caps := "unknown (could not be read)", "unknown (could not be read)"
+	if info.ABIVersionKnown {
+		version = fmt.Sprint(info.ABIVersion)
+	}
+	if info.DeclaredKnown {
+		caps = declaredList(info.Declared)
+	}
+	fmt.Fprintf(w, "abi version:   %s (host implements %d)\n", version, abi.Version)
+	fmt.Fprintf(w, "capabilities:  %s\n", caps)
 	fmt.Fprintf(w, "exports:\n")
 	for _, e := range info.Exports {
 		fmt.Fprintf(w, "  %s\n", e)
@@ -68,4 +80,17 @@ func capList(c abi.Capability) string {
 		return "(none)"
 	}
 	return strings.Join(c.Names(), ", ")
+}
+
+// declaredList is capList that also shows the bits this host does not know.
+func declaredList(c abi.Capability) string {
+	unknown := c &^ abi.AllCapabilities
+	list := capList(c & abi.AllCapabilities)
+	if unknown == 0 {
+		return list
+	}
+	if c&abi.AllCapabilities == 0 {
+		return fmt.Sprintf("unknown bits %#x", uint64(unknown))
+	}
+	return fmt.Sprintf("%s, unknown bits %#x", list, uint64(unknown))
 }

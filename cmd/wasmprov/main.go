@@ -7,6 +7,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,34 +32,58 @@ func register(name, summary string, run func(ctx context.Context, args []string)
 	commands[name] = command{summary: summary, run: run}
 }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, "usage: wasmprov COMMAND [flags]\n\ncommands:\n")
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: wasmprov COMMAND [flags]\n\ncommands:\n")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun 'wasmprov COMMAND -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'wasmprov COMMAND -h' for a command's flags.\n")
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
-	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "wasmprov: unknown command %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cmd.run(ctx, os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "wasmprov %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+	code := runMain(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// runMain runs the command args name and returns the exit status: 0 on
+// success and for help asked for (-h, --help, help), 1 when the command
+// fails, 2 for a command line that names no known command.
+func runMain(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
 	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return 0
+		}
+		args = []string{args[1], "--help"} // wasmprov help COMMAND
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "wasmprov: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := cmd.run(ctx, args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "wasmprov %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
 }

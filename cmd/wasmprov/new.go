@@ -48,10 +48,7 @@ func runNew(_ context.Context, args []string) error {
 	}
 	module := fs.String("module", "", "Go module path of the new project (default: the provider name)")
 	wasmprovDir := fs.String("wasmprov", "", "a wasmprov checkout to build against (default: found from the current directory upwards)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -54,7 +54,7 @@ func runServe(ctx context.Context, args []string) error {
 			"  POST /v1/providers/NAME/reload      reload one provider now\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" || fs.NArg() > 0 {
