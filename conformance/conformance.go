@@ -189,7 +189,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.ProviderSpec) == 0 {
 		return nil, fmt.Errorf("no provider spec: set Config.ProviderSpec to the providerSpec.value of a Machine the provider accepts")
 	}
-	if err := checkSelection(cfg.Checks); err != nil {
+	if err := CheckSelection(cfg.Checks); err != nil {
 		return nil, err
 	}
 	if cfg.Record && (cfg.Cassette == "" || cfg.CloudURL == "") {

@@ -212,9 +212,10 @@ func selected(sel []string, id string) bool {
 	return false
 }
 
-// checkSelection refuses selectors that pick no check: a typo would
-// otherwise run nothing and pass.
-func checkSelection(sel []string) error {
+// CheckSelection refuses selectors (Config.Checks) that pick no check: a
+// typo would otherwise run nothing and pass. Run calls it; a CLI can call
+// it before loading anything.
+func CheckSelection(sel []string) error {
 	var unknown []string
 	for _, s := range sel {
 		found := false

@@ -26,11 +26,11 @@ func TestSelectsWholeDottedSegments(t *testing.T) {
 
 func TestCheckSelectionRefusesWhatMatchesNothing(t *testing.T) {
 	for _, ok := range [][]string{nil, {"validate."}, {"validate"}, {"abi.module", "robustness"}} {
-		if err := checkSelection(ok); err != nil {
-			t.Errorf("checkSelection(%q): %v", ok, err)
+		if err := CheckSelection(ok); err != nil {
+			t.Errorf("CheckSelection(%q): %v", ok, err)
 		}
 	}
-	err := checkSelection([]string{"validate.", "nosuchcheck", "create.get"})
+	err := CheckSelection([]string{"validate.", "nosuchcheck", "create.get"})
 	if err == nil {
 		t.Fatal("no error for selectors that match no check")
 	}

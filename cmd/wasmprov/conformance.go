@@ -72,7 +72,7 @@ Checks:
 		fs.Usage()
 		return errors.New("expected one PROVIDER.wasm")
 	}
-	if err := checkSelection(checks); err != nil {
+	if err := conformance.CheckSelection(checks); err != nil {
 		return err
 	}
 	if *specArg == "" {
@@ -171,37 +171,6 @@ Checks:
 	return nil
 }
 
-// checkSelection refuses a -check that selects no check: a typo must not
-// run nothing and pass. A selection is an ID, or a group ("create" or
-// "create.") of the IDs under it, as conformance.Run selects; an ID's
-// bare prefix ("create.get") selects nothing.
-func checkSelection(sel []string) error {
-	var bad []string
-	for _, s := range sel {
-		if !selectsAny(s) {
-			bad = append(bad, fmt.Sprintf("%q", s))
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	ids := make([]string, len(conformance.Checks))
-	for i, c := range conformance.Checks {
-		ids[i] = c.ID
-	}
-	return fmt.Errorf("-check %s selects no check; valid IDs: %s (or a group: the part before a dot)",
-		strings.Join(bad, ", "), strings.Join(ids, ", "))
-}
-
-func selectsAny(s string) bool {
-	for _, c := range conformance.Checks {
-		if s == c.ID || (strings.HasSuffix(s, ".") && strings.HasPrefix(c.ID, s)) || strings.HasPrefix(c.ID, s+".") {
-			return true
-		}
-	}
-	return false
-}
-
 // setConformanceKube gives the run the client that --kubeconfig,
 // --secret-file and --configmap-file ask for (nil: none). Until
 // conformance.Config has a Kube field the flags are refused rather than
@@ -211,6 +180,6 @@ func setConformanceKube(cfg *conformance.Config, kube kubernetes.Interface) erro
 	if kube == nil {
 		return nil
 	}
-	_ = cfg // TODO(issue 14, merge with stream 14a): cfg.Kube = kube; return nil
-	return errors.New("--kubeconfig, --secret-file and --configmap-file need conformance.Config.Kube, which this build lacks")
+	cfg.Kube = kube
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wasmprov/wasmprov/conformance"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 )
 
@@ -79,7 +80,7 @@ func TestConformanceUnknownCheck(t *testing.T) {
 		if code == 0 || out != "" {
 			t.Errorf("-check %s: exit %d, stdout %q; want a failure before any check runs", sel, code, out)
 		}
-		for _, want := range []string{`"` + sel + `"`, "valid IDs:", "create.get-same-id", "abi.module"} {
+		for _, want := range []string{`"` + sel + `"`, "the checks are", "create.get-same-id", "abi.module"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("-check %s: stderr lacks %q:\n%s", sel, want, errOut)
 			}
@@ -88,7 +89,7 @@ func TestConformanceUnknownCheck(t *testing.T) {
 			t.Errorf("-check validate is a valid group, but it is reported:\n%s", errOut)
 		}
 	}
-	if err := checkSelection([]string{"create", "create.", "abi.module", "validate.rejects-empty"}); err != nil {
+	if err := conformance.CheckSelection([]string{"create", "create.", "abi.module", "validate.rejects-empty"}); err != nil {
 		t.Errorf("valid selections refused: %v", err)
 	}
 }
