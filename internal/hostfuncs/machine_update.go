@@ -1,8 +1,10 @@
 package hostfuncs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,18 +28,18 @@ func machineUpdate(_ context.Context, c *Call, req []byte) ([]byte, error) {
 	// What config_var may read is fixed before the Machine changes: the
 	// updater may change the caller's Machine in place.
 	c.captureCaller()
-	var u abi.MachineUpdate
-	if err := json.Unmarshal(req, &u); err != nil {
-		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not valid JSON: %v", err)
+	u, err := decodeMachineUpdate(req)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := updated(c.Machine, &u); err != nil {
+	if _, err := updated(c.Machine, u); err != nil {
 		return nil, err
 	}
 	next, err := c.Data.Updater(c.Machine, func(m *clusterv1alpha1.Machine) {
 		// Checked above; should the fresh copy differ so that the change no
 		// longer applies, m stays as it is: the safe answer, as the
 		// callback cannot fail.
-		if n, err := updated(m, &u); err == nil {
+		if n, err := updated(m, u); err == nil {
 			*m = *n
 		}
 	})
@@ -234,4 +236,28 @@ func mergePatch(target, patch any) any {
 		t[k] = mergePatch(t[k], v)
 	}
 	return t
+}
+
+// machineUpdateFields are the fields of abi.MachineUpdate, for the error
+// that refuses any other.
+const machineUpdateFields = "addFinalizers, removeFinalizers, annotations, labels, providerID, mergePatch"
+
+// decodeMachineUpdate decodes a machine_update request, refusing a field
+// it does not know (abi/SPEC.md §6.3): a misspelt "anotations" silently
+// ignored would be a write the provider believes was made.
+func decodeMachineUpdate(req []byte) (*abi.MachineUpdate, error) {
+	var u abi.MachineUpdate
+	dec := json.NewDecoder(bytes.NewReader(req))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&u)
+	if err == nil && dec.InputOffset() < int64(len(bytes.TrimRight(req, " \t\r\n"))) {
+		err = errors.New("data after the JSON object")
+	}
+	if err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, errorf(abi.ErrnoInvalid, "machine_update request has unknown field %s; the fields are %s (SPEC §6.3)", field, machineUpdateFields)
+		}
+		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not valid JSON: %v", err)
+	}
+	return &u, nil
 }
