@@ -1,11 +1,10 @@
 package hostfuncs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -238,26 +237,31 @@ func mergePatch(target, patch any) any {
 	return t
 }
 
-// machineUpdateFields are the fields of abi.MachineUpdate, for the error
-// that refuses any other.
-const machineUpdateFields = "addFinalizers, removeFinalizers, annotations, labels, providerID, mergePatch"
+// machineUpdateFields are the fields of abi.MachineUpdate, exactly as
+// the SPEC spells them.
+var machineUpdateFields = []string{"addFinalizers", "removeFinalizers", "annotations", "labels", "providerID", "mergePatch"}
 
 // decodeMachineUpdate decodes a machine_update request, refusing a field
-// it does not know (abi/SPEC.md §6.3): a misspelt "anotations" silently
-// ignored would be a write the provider believes was made.
+// it does not know, compared exactly (abi/SPEC.md §6.3): a misspelt
+// "anotations" or "providerId" silently ignored would be a write the
+// provider believes was made.
 func decodeMachineUpdate(req []byte) (*abi.MachineUpdate, error) {
-	var u abi.MachineUpdate
-	dec := json.NewDecoder(bytes.NewReader(req))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&u)
-	if err == nil && dec.InputOffset() < int64(len(bytes.TrimRight(req, " \t\r\n"))) {
-		err = errors.New("data after the JSON object")
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(req, &fields); err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not a JSON object: %v", err)
 	}
-	if err != nil {
-		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return nil, errorf(abi.ErrnoInvalid, "machine_update request has unknown field %s; the fields are %s (SPEC §6.3)", field, machineUpdateFields)
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(machineUpdateFields, k) {
+			if len(k) > 64 {
+				k = k[:64] + "…"
+			}
+			return nil, errorf(abi.ErrnoInvalid, "machine_update request has unknown field %q; the fields are %s (SPEC §6.3)",
+				k, strings.Join(machineUpdateFields, ", "))
 		}
-		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not valid JSON: %v", err)
+	}
+	var u abi.MachineUpdate
+	if err := json.Unmarshal(req, &u); err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not valid: %v", err)
 	}
 	return &u, nil
 }

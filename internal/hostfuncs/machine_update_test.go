@@ -81,7 +81,9 @@ func TestMachineUpdateRefusals(t *testing.T) {
 		"bad json":      `{"addFinalizers":`,
 		"invalid type":  `{"mergePatch":{"spec":{"providerID":7}}}`,
 		"unknown field": `{"anotations":{"a":"b"}}`,
+		"another case":  `{"providerId":"x"}`,
 		"trailing data": `{"labels":{"a":"b"}} {}`,
+		"not an object": `["labels"]`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			calls := 0
