@@ -224,7 +224,7 @@ func specRowsHostFunctions() []specRow {
 		}},
 		{"§5.3", "NOT_DECLARED keeps an explanation too", func(t *testing.T, h *specHost) {
 			got := h.report(t, h.none, get, scNotDeclared, nil)
-			if !strings.HasPrefix(got, "-1 -1 ") || !strings.Contains(got, "http_do") {
+			if !strings.HasPrefix(got, "-1 -1 ") || !strings.Contains(got, "http_do needs capability [http]") {
 				t.Errorf("reported %q, want NOT_DECLARED from http_do and log, then http_do's explanation", got)
 			}
 		}},
