@@ -259,6 +259,7 @@ func (c *Call) SetError(reason, message string, retryAfterMillis int64) {
 // SetOutput records the guest's result document.
 func (c *Call) SetOutput(b []byte) error {
 	if err := c.checkOutputSize(int64(len(b))); err != nil {
+		c.OutputRefused = abi.ErrnoTooLarge
 		return err
 	}
 	c.Output = append(c.Output[:0], b...)
