@@ -180,7 +180,7 @@ func (c contextual) AddDefaults(ctx context.Context, spec clusterv1alpha1.Machin
 		return spec, err
 	}
 	if len(call.Output) == 0 {
-		return spec, nil
+		return spec, c.p.refusedOutput(call)
 	}
 	// The output is the whole defaulted spec and replaces spec: a field
 	// it leaves out is cleared (abi/SPEC.md §4.1).
@@ -220,7 +220,7 @@ func (c contextual) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.Mac
 		return "", "", err
 	}
 	if len(call.Output) == 0 {
-		return "", "", nil
+		return "", "", c.p.refusedOutput(call)
 	}
 	var cc abi.CloudConfig
 	if err := c.p.decodeOutput(call, &cc, docCloudConfig); err != nil {
@@ -251,6 +251,9 @@ func (c contextual) MachineMetricsLabels(ctx context.Context, machine *clusterv1
 		return nil, err
 	}
 	labels := map[string]string{}
+	if err := c.p.refusedOutput(call); err != nil {
+		return nil, err
+	}
 	if len(call.Output) > 0 {
 		if err := c.p.decodeOutput(call, &labels, docLabels); err != nil {
 			return nil, err

@@ -22,6 +22,17 @@ const (
 	docLabels      = `a JSON object of string to string such as {"size":"cx22"} (SPEC §4.1)`
 )
 
+// refusedOutput is the error of a method whose output is optional when
+// the guest returned OK after the host refused its only output: that is
+// not "no output" (unchanged, empty), which would silently drop what the
+// guest meant to return.
+func (p *Provider) refusedOutput(call *hostfuncs.Call) error {
+	if e := call.OutputRefused; e != 0 && !call.OutputSet {
+		return p.badResult(call.Method, "%s returned status OK, but the host refused its `output` with %s (%d) (SPEC §4.1, §6.1)", call.Method, errnoName(e), int32(e))
+	}
+	return nil
+}
+
 // decodeOutput decodes the guest's result document into v. The error
 // says, in the terms of the SPEC, which method returned what instead of
 // doc — an author reads "Get returned status OK with an output that is
@@ -56,8 +67,8 @@ func (p *Provider) decodeInstance(call *hostfuncs.Call) (instance.Instance, erro
 	if len(call.Output) == 0 {
 		// Get and Create have no "unchanged" or "empty" result: with no
 		// instance the answer is NOT_FOUND (or an error), not silence.
-		if e := call.OutputRefused; e != 0 && !call.OutputSet {
-			return nil, p.badResult(m, "%s returned status OK, but the host refused its `output` with %s (%d): an Instance document is required (SPEC §4.1, §6.1)", m, errnoName(e), int32(e))
+		if err := p.refusedOutput(call); err != nil {
+			return nil, err
 		}
 		if !call.OutputSet {
 			return nil, p.badResult(m, "%s returned status OK without calling `output`: an Instance document is required (SPEC §4.1); with no instance, return NOT_FOUND (3)", m)
@@ -77,6 +88,8 @@ func (p *Provider) decodeInstance(call *hostfuncs.Call) (instance.Instance, erro
 		InstanceStatus:     instance.Status(wire.Status),
 	}
 	switch inst.InstanceStatus {
+	case "":
+		return nil, p.badResult(m, "%s returned an Instance without \"status\": want one of running, deleting, deleted, creating, unknown (SPEC §8.1)", m)
 	case instance.StatusRunning, instance.StatusDeleting, instance.StatusDeleted, instance.StatusCreating, instance.StatusUnknown:
 	default:
 		return nil, p.badResult(m, "%s returned an Instance with unknown status %q: want one of running, deleting, deleted, creating, unknown (SPEC §8.1)", m, truncate(wire.Status, 64))

@@ -167,6 +167,14 @@ func specRows() []specRow {
 			badResult(get, scEmptyOutput, false, "Get returned status OK but called `output` with nothing: an Instance document is required (SPEC §4.1)")},
 		{"§4.1", "Create: status OK without output is an invalid result",
 			badResult(create, scNoOutput, false, "Create returned status OK without calling `output`")},
+		{"§4.1", "Get: status OK after the host refused the output is an invalid result",
+			badResult(get, scOutputTooLarge, false, "Get returned status OK, but the host refused its `output` with TOO_LARGE (-6)")},
+		{"§4.1", "AddDefaults, GetCloudConfig, MachineMetricsLabels: a refused output is not \"no output\"", func(t *testing.T, h *specHost) {
+			for _, m := range []abi.Method{abi.MethodAddDefaults, abi.MethodGetCloudConfig, abi.MethodMachineMetricsLabels} {
+				_, err := h.call(h.all, m, scOutputTooLarge, nil)
+				expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, m.String()+" returned status OK, but the host refused its `output` with TOO_LARGE")
+			}
+		}},
 		{"§4.1", "Get: an output that is not JSON is an invalid result naming what was expected",
 			badResult(get, scNotJSON, false, "Get returned status OK with an output that is not an Instance document", "got `oops`", "SPEC §8.1")},
 		{"§4.1", "GetCloudConfig: no output means an empty config and name", func(t *testing.T, h *specHost) {
@@ -315,6 +323,8 @@ func specRowsHostFunctions() []specRow {
 		}},
 		{"§8.1", "an unknown instance status is an invalid result",
 			badResult(get, scUnknownStatus, false, `Get returned an Instance with unknown status "booting"`, "SPEC §8.1")},
+		{"§8.1", "an Instance without status is an invalid result",
+			badResult(get, scNoStatus, false, `Get returned an Instance without "status"`, "SPEC §8.1")},
 		{"§8.1", "a running Instance with an empty id is an invalid result",
 			badResult(create, scRunningNoID, false, `Create returned an Instance with status "running" and an empty "id"`, "SPEC §8.1")},
 		{"§8.1", "an Instance that is not running may have no id yet", func(t *testing.T, h *specHost) {

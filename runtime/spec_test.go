@@ -83,6 +83,8 @@ const (
 	scLabels
 	scErrorNoSetError
 	scPendingSurvivesOutput
+	scOutputTooLarge
+	scNoStatus
 )
 
 func newSpecHost(t *testing.T) *specHost {

@@ -14,7 +14,8 @@
   (import "wasmprov_v1" "pv_list" (func $pv_list (param i32 i32 i32 i32) (result i64)))
   (import "wasmprov_v1" "config_var" (func $config_var (param i32 i32 i32 i32) (result i64)))
   (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
-  (memory (export "memory") 1)
+  ;; 65 pages: one more than the 4 MiB result limit, so an output can be refused as TOO_LARGE.
+  (memory (export "memory") 65)
   ;; $rp: where the report goes on (reports start at 0x1000); $init_rc: what
   ;; input returned when _initialize called it, outside any call.
   (global $rp (mut i32) (i32.const 0x1000))
@@ -45,9 +46,10 @@
   (data (i32.const 25492) "hi") ;; hi
   (data (i32.const 25502) "{\"size\":\"cx22\"}") ;; labels_ok
   (data (i32.const 25525) "x") ;; spec_input_json
+  (data (i32.const 25534) "{\"name\":\"w\",\"id\":\"1\"}") ;; inst_nostatus
   (type $scenario (func (param $method i32) (result i32)))
-  (table 38 funcref)
-  (elem (i32.const 0) $s0 $s1 $s2 $s3 $s4 $s5 $s6 $s7 $s8 $s9 $s10 $s11 $s12 $s13 $s14 $s15 $s16 $s17 $s18 $s19 $s20 $s21 $s22 $s23 $s24 $s25 $s26 $s27 $s28 $s29 $s30 $s31 $s32 $s33 $s34 $s35 $s36 $s37)
+  (table 40 funcref)
+  (elem (i32.const 0) $s0 $s1 $s2 $s3 $s4 $s5 $s6 $s7 $s8 $s9 $s10 $s11 $s12 $s13 $s14 $s15 $s16 $s17 $s18 $s19 $s20 $s21 $s22 $s23 $s24 $s25 $s26 $s27 $s28 $s29 $s30 $s31 $s32 $s33 $s34 $s35 $s36 $s37 $s38 $s39)
   (func (export "_initialize")
     (global.set $init_rc (call $input (i32.const 6) (i32.const 0x2000) (i32.const 64))))
   (func (export "wasmprov_abi_version") (result i32) (i32.const 1))
@@ -174,7 +176,7 @@
   ;; 22: a refused take_result keeps the pending result
   (func $s22 (type $scenario) (local $n i32) (call $rep (call $input (i32.const 3) (i32.const 0x2000) (i32.const 0))) (call $rep (call $take_result (i32.const 0xffffff00) (i32.const 16))) (call $rep (call $take_result (i32.const 0x2000) (i32.const 64))) (call $finish))
   ;; 23: ranges outside linear memory
-  (func $s23 (type $scenario) (local $n i32) (call $rep (call $input (i32.const 3) (i32.const 0xfff0) (i32.const 100))) (call $rep (call $input (i32.const 3) (i32.const 0x2000) (i32.const -1))) (call $rep (call $input (i32.const 3) (i32.const 0x2000) (i32.const 0x7fffffff))) (call $rep32 (call $output (i32.const 0xfff0) (i32.const 100))) (call $rep32 (call $set_error (i32.const 0x10000) (i32.const 1) (i32.const 0) (i32.const 0) (i64.const 0))) (call $rep32 (call $set_error (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0) (i64.const -1))) (call $rep (call $http_do (i32.const 0xfff0) (i32.const 100) (i32.const 0x2000) (i32.const 64))) (call $finish))
+  (func $s23 (type $scenario) (local $n i32) (call $rep (call $input (i32.const 3) (i32.const 0x40fff0) (i32.const 100))) (call $rep (call $input (i32.const 3) (i32.const 0x2000) (i32.const -1))) (call $rep (call $input (i32.const 3) (i32.const 0x2000) (i32.const 0x7fffffff))) (call $rep32 (call $output (i32.const 0x40fff0) (i32.const 100))) (call $rep32 (call $set_error (i32.const 0x410000) (i32.const 1) (i32.const 0) (i32.const 0) (i64.const 0))) (call $rep32 (call $set_error (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0) (i64.const -1))) (call $rep (call $http_do (i32.const 0x40fff0) (i32.const 100) (i32.const 0x2000) (i32.const 64))) (call $finish))
   ;; 24: NOT_DECLARED: http_do, log (an i32 function: the pending result stays), then the explanation
   (func $s24 (type $scenario) (local $n i32) (call $rep (call $http_do (i32.const 24957) (i32.const 2) (i32.const 0x2000) (i32.const 64))) (call $rep32 (call $log (i32.const 0) (i32.const 25492) (i32.const 2) (i32.const 0) (i32.const 0))) (local.set $n (i32.wrap_i64 (call $take_result (i32.const 0x2000) (i32.const 4096)))) (call $repbytes (i32.const 0x2000) (local.get $n)) (call $finish))
   ;; 25: machine_update and pv_list outside Create and Delete, or without an updater
@@ -203,4 +205,8 @@
   (func $s36 (type $scenario) (local $n i32) (i32.const 1))
   ;; 37: report input(part, buf, 0) again, after output and set_error (they leave the pending result alone)
   (func $s37 (type $scenario) (local $n i32) (call $rep (call $input (i32.const 3) (i32.const 0x2000) (i32.const 0))) (drop (call $output (i32.const 24576) (i32.const 104))) (drop (call $set_error (i32.const 0) (i32.const 0) (i32.const 25492) (i32.const 2) (i64.const 0))) (call $rep (call $take_result (i32.const 0x2000) (i32.const 64))) (call $finish))
+  ;; 38: an output over the 4 MiB result limit (refused: TOO_LARGE), then OK
+  (func $s38 (type $scenario) (local $n i32) (drop (call $output (i32.const 0) (i32.const 0x400001))) (i32.const 0))
+  ;; 39: an Instance without status, OK
+  (func $s39 (type $scenario) (local $n i32) (drop (call $output (i32.const 25534) (i32.const 21))) (i32.const 0))
 )
