@@ -33,6 +33,10 @@ const (
 	// ExportInitialize is the WASI reactor initialiser; the host runs it once
 	// per instance before any other export.
 	ExportInitialize = "_initialize"
+	// ExportCommandStart is the entry point of a WASI command. A provider
+	// must not export it (SPEC.md §3): it is a reactor, and the host never
+	// runs a command's main.
+	ExportCommandStart = "_start"
 )
 
 // Method identifies one of the eight cloud.Provider methods. Every method is

@@ -169,7 +169,7 @@ func TestInvalidResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := output.Get(m); !errors.Is(err, runtime.ErrBadResult) || !strings.Contains(err.Error(), "decoding instance") {
+	if _, err := output.Get(m); !errors.Is(err, runtime.ErrBadResult) || !strings.Contains(err.Error(), "Get returned status OK with an output that is not an Instance document") {
 		t.Errorf("bad output: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -116,8 +117,7 @@ func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
 			// It would be written into the Machine's status.errorReason,
 			// which tools and people act on: only machine-controller's
 			// values are meaningful there.
-			return &CallError{Provider: p.name, Method: call.Method, Class: ClassBadResult,
-				Err: fmt.Errorf("%w: terminal error with reason %q, which is not one of machine-controller's MachineStatusError values", ErrBadResult, truncate(call.ErrReason, 64))}
+			return p.badTerminal(call)
 		}
 		class = ClassTerminal
 		err = cloudprovidererrors.TerminalError{Reason: reason, Message: msg}
@@ -145,6 +145,21 @@ func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
 		err = fmt.Errorf("%w: unknown status %d", ErrBadResult, int32(status))
 	}
 	return &CallError{Provider: p.name, Method: call.Method, Class: class, Err: err}
+}
+
+// badTerminal is the error of a TERMINAL status without a valid reason:
+// a protocol violation (abi/SPEC.md §4), never written to the Machine.
+func (p *Provider) badTerminal(call *hostfuncs.Call) error {
+	valid := make([]string, len(terminalReasons))
+	for i, r := range terminalReasons {
+		valid[i] = string(r)
+	}
+	if !call.ErrSet {
+		return p.badResult(call.Method, "%s returned TERMINAL (2) without calling `set_error`: a TERMINAL status needs a reason, one of machine-controller's MachineStatusError values (%s), which the controller writes into the Machine's status.errorReason (SPEC §4)",
+			call.Method, strings.Join(valid, ", "))
+	}
+	return p.badResult(call.Method, "%s returned TERMINAL (2) with reason %q, which is not one of machine-controller's MachineStatusError values (%s; exactly, case included) (SPEC §4)",
+		call.Method, truncate(call.ErrReason, 64), strings.Join(valid, ", "))
 }
 
 // terminalReasons are machine-controller's MachineStatusError values, the

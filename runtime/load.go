@@ -241,6 +241,14 @@ func validate(m engine.Module) []string {
 	if def, ok := exports[abi.ExportInitialize]; ok && (len(def.Params) != 0 || len(def.Results) != 0) {
 		problems = append(problems, fmt.Sprintf("export %q must take and return nothing", abi.ExportInitialize))
 	}
+	if _, ok := exports[abi.ExportCommandStart]; ok {
+		// A command's _start runs main and exits; the host never calls it,
+		// so a command's runtime (a Go command's, C's constructors) would
+		// never be initialised: refused here rather than trapping or
+		// misbehaving at the first call.
+		problems = append(problems, fmt.Sprintf("exports %q: it is a WASI command; a provider must be a reactor, initialised by %q and then called many times (Go: -buildmode=c-shared; C: -mexec-model=reactor; Rust: a cdylib) (SPEC §3)",
+			abi.ExportCommandStart, abi.ExportInitialize))
+	}
 	if !slices.Contains(m.ExportedMemories(), abi.ExportMemory) {
 		problems = append(problems, `missing memory export "memory"`)
 	}

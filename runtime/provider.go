@@ -2,14 +2,10 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
@@ -19,7 +15,6 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -185,11 +180,13 @@ func (c contextual) AddDefaults(ctx context.Context, spec clusterv1alpha1.Machin
 		return spec, err
 	}
 	if len(call.Output) == 0 {
-		return spec, nil
+		return spec, c.p.refusedOutput(call)
 	}
+	// The output is the whole defaulted spec and replaces spec: a field
+	// it leaves out is cleared (abi/SPEC.md §4.1).
 	var out clusterv1alpha1.MachineSpec
-	if err := json.Unmarshal(call.Output, &out); err != nil {
-		return spec, c.p.badResult(abi.MethodAddDefaults, "decoding MachineSpec: %v", err)
+	if err := c.p.decodeOutput(call, &out, docMachineSpec); err != nil {
+		return spec, err
 	}
 	// The defaulted spec is stored and handed back in later calls, where
 	// config_var trusts its references as the caller's: a guest must not
@@ -213,7 +210,7 @@ func (c contextual) Get(ctx context.Context, machine *clusterv1alpha1.Machine) (
 	if err := c.p.invoke(ctx, call); err != nil {
 		return nil, err
 	}
-	return c.p.decodeInstance(abi.MethodGet, call.Output)
+	return c.p.decodeInstance(call)
 }
 
 func (c contextual) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec) (string, string, error) {
@@ -223,11 +220,11 @@ func (c contextual) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.Mac
 		return "", "", err
 	}
 	if len(call.Output) == 0 {
-		return "", "", nil
+		return "", "", c.p.refusedOutput(call)
 	}
 	var cc abi.CloudConfig
-	if err := json.Unmarshal(call.Output, &cc); err != nil {
-		return "", "", c.p.badResult(abi.MethodGetCloudConfig, "decoding cloud config: %v", err)
+	if err := c.p.decodeOutput(call, &cc, docCloudConfig); err != nil {
+		return "", "", err
 	}
 	return cc.Config, cc.Name, nil
 }
@@ -238,7 +235,7 @@ func (c contextual) Create(ctx context.Context, machine *clusterv1alpha1.Machine
 	if err := c.p.invoke(ctx, call); err != nil {
 		return nil, err
 	}
-	return c.p.decodeInstance(abi.MethodCreate, call.Output)
+	return c.p.decodeInstance(call)
 }
 
 func (c contextual) Delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
@@ -254,9 +251,12 @@ func (c contextual) MachineMetricsLabels(ctx context.Context, machine *clusterv1
 		return nil, err
 	}
 	labels := map[string]string{}
+	if err := c.p.refusedOutput(call); err != nil {
+		return nil, err
+	}
 	if len(call.Output) > 0 {
-		if err := json.Unmarshal(call.Output, &labels); err != nil {
-			return nil, c.p.badResult(abi.MethodMachineMetricsLabels, "decoding labels: %v", err)
+		if err := c.p.decodeOutput(call, &labels, docLabels); err != nil {
+			return nil, err
 		}
 	}
 	if err := checkMetricsLabels(labels); err != nil {
@@ -274,71 +274,9 @@ func (c contextual) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Mac
 	return c.p.invoke(ctx, call)
 }
 
-func (p *Provider) decodeInstance(m abi.Method, out []byte) (instance.Instance, error) {
-	var wire abi.Instance
-	if err := json.Unmarshal(out, &wire); err != nil {
-		return nil, p.badResult(m, "decoding instance: %v", err)
-	}
-	// What the guest names reaches logs, events and the Machine: no
-	// control characters (terminal escapes), whatever the guest echoes.
-	inst := &instance.Static{
-		InstanceName:       hostfuncs.PrintableLine(wire.Name),
-		InstanceID:         hostfuncs.PrintableLine(wire.ID),
-		InstanceProviderID: hostfuncs.PrintableLine(wire.ProviderID),
-		InstanceStatus:     instance.Status(wire.Status),
-	}
-	switch inst.InstanceStatus {
-	case instance.StatusRunning, instance.StatusDeleting, instance.StatusDeleted, instance.StatusCreating, instance.StatusUnknown:
-	default:
-		return nil, p.badResult(m, "unknown instance status %q", wire.Status)
-	}
-	if len(wire.Addresses) > 0 {
-		inst.InstanceAddresses = make(map[string]corev1.NodeAddressType, len(wire.Addresses))
-		for addr, t := range wire.Addresses {
-			switch at := corev1.NodeAddressType(t); at {
-			case corev1.NodeHostName, corev1.NodeExternalIP, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeInternalDNS:
-				inst.InstanceAddresses[hostfuncs.PrintableLine(addr)] = at
-			default:
-				return nil, p.badResult(m, "address %q has type %q, which is not a Kubernetes NodeAddressType", truncate(addr, 64), truncate(t, 64))
-			}
-		}
-	}
-	return inst, nil
-}
-
-// Bounds of MachineMetricsLabels (abi/SPEC.md §4.1): the labels become
-// Prometheus label values of one series per distinct set, so a guest
-// returning thousands, or huge ones, would blow up the controller's
-// metrics.
-const (
-	MaxMetricsLabels          = 32
-	MaxMetricsLabelNameBytes  = 63
-	MaxMetricsLabelValueBytes = 256
-)
-
-func checkMetricsLabels(labels map[string]string) error {
-	if len(labels) > MaxMetricsLabels {
-		return fmt.Errorf("%d labels, more than %d", len(labels), MaxMetricsLabels)
-	}
-	for k, v := range labels {
-		switch {
-		case k == "" || len(k) > MaxMetricsLabelNameBytes || strings.ContainsFunc(k, unicode.IsControl):
-			return fmt.Errorf("label name %q is empty, longer than %d bytes or holds control characters", truncate(k, 64), MaxMetricsLabelNameBytes)
-		case len(v) > MaxMetricsLabelValueBytes:
-			return fmt.Errorf("label %q has a value longer than %d bytes", truncate(k, 64), MaxMetricsLabelValueBytes)
-		}
-	}
-	return nil
-}
-
 func rawProviderSpec(s *clusterv1alpha1.MachineSpec) []byte {
 	if s.ProviderSpec.Value == nil {
 		return nil
 	}
 	return s.ProviderSpec.Value.Raw
-}
-
-func (p *Provider) badResult(m abi.Method, format string, args ...any) error {
-	return &CallError{Provider: p.name, Method: m, Class: ClassBadResult,
-		Err: fmt.Errorf("%w: %s", ErrBadResult, fmt.Sprintf(format, args...))}
 }

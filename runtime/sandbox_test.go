@@ -332,14 +332,14 @@ func (s *sandbox) attacks(t *testing.T) {
 		p := s.mustLoad(t, "bigresult", runtime.Policy{MemoryLimitMiB: 8})
 		_, err := p.Get(m)
 		// output refused the 5 MiB; the guest returned ok with no result.
-		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "decoding instance")
+		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "Get returned status OK, but the host refused its `output` with TOO_LARGE (-6)")
 		expectPool(t, p, 0)
 	})
 
 	t.Run("invalid JSON result", func(t *testing.T) {
 		p := s.mustLoad(t, "badjson", runtime.Policy{})
 		_, err := p.Get(m)
-		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "decoding instance")
+		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "Get returned status OK with an output that is not an Instance document")
 		expectPool(t, p, 0)
 	})
 

@@ -74,9 +74,17 @@ type Call struct {
 	// name (Limits.perCall); made on first use.
 	uses map[string]int64
 
-	// Output is the result document set by the guest's "output".
-	Output []byte
-	// Error fields are set by the guest's "set_error".
+	// Output is the result document set by the guest's "output";
+	// OutputSet tells whether the guest set one at all (Output is empty
+	// for an empty document too), and OutputRefused is the errno of the
+	// guest's last refused "output" (0 when none), so that an error about
+	// a missing document can say which it was.
+	Output        []byte
+	OutputSet     bool
+	OutputRefused abi.Errno
+	// Error fields are set by the guest's "set_error"; ErrSet tells whether
+	// the guest called it.
+	ErrSet     bool
 	ErrReason  string
 	ErrMessage string
 	RetryAfter time.Duration
@@ -238,7 +246,7 @@ const MaxRetryAfter = time.Hour
 // SetError records the guest's error report. A negative retry hint counts
 // as none; one above MaxRetryAfter is clamped to it.
 func (c *Call) SetError(reason, message string, retryAfterMillis int64) {
-	c.ErrReason, c.ErrMessage = reason, Printable(message)
+	c.ErrSet, c.ErrReason, c.ErrMessage = true, reason, Printable(message)
 	c.RetryAfter = 0
 	if retryAfterMillis > 0 {
 		c.RetryAfter = MaxRetryAfter
@@ -251,9 +259,11 @@ func (c *Call) SetError(reason, message string, retryAfterMillis int64) {
 // SetOutput records the guest's result document.
 func (c *Call) SetOutput(b []byte) error {
 	if err := c.checkOutputSize(int64(len(b))); err != nil {
+		c.OutputRefused = abi.ErrnoTooLarge
 		return err
 	}
 	c.Output = append(c.Output[:0], b...)
+	c.OutputSet = true
 	return nil
 }
 

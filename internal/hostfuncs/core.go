@@ -69,6 +69,10 @@ func output(ctx context.Context, mem Memory, stack []uint64) {
 		b, _ := mem.Read(ptr, n)
 		err = c.SetOutput(b) // copies
 	}
+	c.OutputRefused = 0
+	if e, ok := err.(*Error); ok {
+		c.OutputRefused = e.Errno
+	}
 	stack[0] = errnoStatus(err)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -26,18 +27,18 @@ func machineUpdate(_ context.Context, c *Call, req []byte) ([]byte, error) {
 	// What config_var may read is fixed before the Machine changes: the
 	// updater may change the caller's Machine in place.
 	c.captureCaller()
-	var u abi.MachineUpdate
-	if err := json.Unmarshal(req, &u); err != nil {
-		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not valid JSON: %v", err)
+	u, err := decodeMachineUpdate(req)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := updated(c.Machine, &u); err != nil {
+	if _, err := updated(c.Machine, u); err != nil {
 		return nil, err
 	}
 	next, err := c.Data.Updater(c.Machine, func(m *clusterv1alpha1.Machine) {
 		// Checked above; should the fresh copy differ so that the change no
 		// longer applies, m stays as it is: the safe answer, as the
 		// callback cannot fail.
-		if n, err := updated(m, &u); err == nil {
+		if n, err := updated(m, u); err == nil {
 			*m = *n
 		}
 	})
@@ -234,4 +235,33 @@ func mergePatch(target, patch any) any {
 		t[k] = mergePatch(t[k], v)
 	}
 	return t
+}
+
+// machineUpdateFields are the fields of abi.MachineUpdate, exactly as
+// the SPEC spells them.
+var machineUpdateFields = []string{"addFinalizers", "removeFinalizers", "annotations", "labels", "providerID", "mergePatch"}
+
+// decodeMachineUpdate decodes a machine_update request, refusing a field
+// it does not know, compared exactly (abi/SPEC.md §6.3): a misspelt
+// "anotations" or "providerId" silently ignored would be a write the
+// provider believes was made.
+func decodeMachineUpdate(req []byte) (*abi.MachineUpdate, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(req, &fields); err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not a JSON object: %v", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(machineUpdateFields, k) {
+			if len(k) > 64 {
+				k = k[:64] + "…"
+			}
+			return nil, errorf(abi.ErrnoInvalid, "machine_update request has unknown field %q; the fields are %s (SPEC §6.3)",
+				k, strings.Join(machineUpdateFields, ", "))
+		}
+	}
+	var u abi.MachineUpdate
+	if err := json.Unmarshal(req, &u); err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "machine_update request is not valid: %v", err)
+	}
+	return &u, nil
 }

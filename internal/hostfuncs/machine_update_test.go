@@ -73,13 +73,17 @@ func TestMachineUpdate(t *testing.T) {
 func TestMachineUpdateRefusals(t *testing.T) {
 	m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", UID: "u"}}
 	for name, req := range map[string]string{
-		"rename":       `{"mergePatch":{"metadata":{"name":"other"}}}`,
-		"new uid":      `{"mergePatch":{"metadata":{"uid":"x"}}}`,
-		"namespace":    `{"mergePatch":{"metadata":{"namespace":"kube-system"}}}`,
-		"kind":         `{"mergePatch":{"kind":"Secret"}}`,
-		"not object":   `{"mergePatch":[1]}`,
-		"bad json":     `{"addFinalizers":`,
-		"invalid type": `{"mergePatch":{"spec":{"providerID":7}}}`,
+		"rename":        `{"mergePatch":{"metadata":{"name":"other"}}}`,
+		"new uid":       `{"mergePatch":{"metadata":{"uid":"x"}}}`,
+		"namespace":     `{"mergePatch":{"metadata":{"namespace":"kube-system"}}}`,
+		"kind":          `{"mergePatch":{"kind":"Secret"}}`,
+		"not object":    `{"mergePatch":[1]}`,
+		"bad json":      `{"addFinalizers":`,
+		"invalid type":  `{"mergePatch":{"spec":{"providerID":7}}}`,
+		"unknown field": `{"anotations":{"a":"b"}}`,
+		"another case":  `{"providerId":"x"}`,
+		"trailing data": `{"labels":{"a":"b"}} {}`,
+		"not an object": `["labels"]`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			calls := 0
@@ -94,6 +98,19 @@ func TestMachineUpdateRefusals(t *testing.T) {
 			}
 		})
 	}
+	t.Run("unknown field is named", func(t *testing.T) {
+		calls := 0
+		c := updateCall(t, m, &calls)
+		_, err := c.Invoke(abi.ImportMachineUpdate, []byte(`{"labels":{"a":"b"},"finalizers":["x"]}`))
+		var he *Error
+		if !errors.As(err, &he) || he.Errno != abi.ErrnoInvalid || !strings.Contains(he.Message, `unknown field "finalizers"`) ||
+			!strings.Contains(he.Message, "SPEC §6.3") {
+			t.Fatalf("want INVALID naming the field and SPEC §6.3, got %v", err)
+		}
+		if calls != 0 {
+			t.Fatal("the updater ran for a refused change")
+		}
+	})
 	t.Run("outside create and delete", func(t *testing.T) {
 		c := testCall(t, &Env{}, abi.MethodGet, `{}`)
 		c.Machine = m

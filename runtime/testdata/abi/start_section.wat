@@ -1,0 +1,16 @@
+;; ABI v1 load test fixture. A valid provider but for a wasm start section: the host refuses it (SPEC §3).
+(module
+  (memory (export "memory") 1)
+  (func $s)
+  (start $s)
+  (func (export "wasmprov_abi_version") (result i32) (i32.const 1))
+  (func (export "wasmprov_capabilities") (result i64) (i64.const 0))
+  (func (export "wasmprov_add_defaults") (result i32) (i32.const 0))
+  (func (export "wasmprov_validate") (result i32) (i32.const 0))
+  (func (export "wasmprov_get") (result i32) (i32.const 0))
+  (func (export "wasmprov_get_cloud_config") (result i32) (i32.const 0))
+  (func (export "wasmprov_create") (result i32) (i32.const 0))
+  (func (export "wasmprov_delete") (result i32) (i32.const 0))
+  (func (export "wasmprov_machine_metrics_labels") (result i32) (i32.const 0))
+  (func (export "wasmprov_migrate_uid") (result i32) (i32.const 0))
+)
