@@ -130,7 +130,10 @@ func (f *fuzzer) labels() map[string]string {
 
 func (f *fuzzer) machine(i int) (*clusterv1alpha1.Machine, string, types.UID) {
 	name := f.name()
-	u := types.UID(f.str(36))
+	// A Machine always has a UID (the API server sets it), and a provider
+	// may use it as its instance ID, which a running Instance must have
+	// (SPEC §8.1): fuzz its value, never its presence.
+	u := types.UID("u" + f.str(35))
 	if f.r.IntN(2) == 0 {
 		u = uid(fmt.Sprintf("fuzz/%d", i))
 	}
@@ -151,7 +154,7 @@ func (f *fuzzer) machine(i int) (*clusterv1alpha1.Machine, string, types.UID) {
 		id := f.str(30)
 		m.Spec.ProviderID = &id
 	}
-	newUID := types.UID(f.str(36))
+	newUID := types.UID("u" + f.str(35))
 	return m, f.str(200), newUID
 }
 
