@@ -56,7 +56,7 @@ demo-fake: cli $(BUILD)/guests/fake.wasm
 ## conformance: run `wasmprov conformance` against every example provider
 conformance: cli guests c-guests
 	$(BUILD)/wasmprov conformance --profile stateless --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/fake.wasm
-	$(BUILD)/wasmprov conformance --profile stateless --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/c-fake.wasm
+	$(BUILD)/wasmprov conformance --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/c-fake.wasm
 	$(BUILD)/wasmprov conformance --spec '{"cloudProviderSpec":{}}' examples/wat-fake/fake.wasm
 	$(BUILD)/wasmprov conformance --cassette conformance/testdata/cassettes/hetzner.json --secret sim-token \
 	  --ignore 'POST /ssh_keys name,public_key' \
