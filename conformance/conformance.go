@@ -13,9 +13,17 @@
 // (Config.Record). The provider finds the cloud through its provider spec:
 // "${CLOUD_URL}" in Config.ProviderSpec is replaced by the URL to use.
 //
+// The suite calls a provider as machine-controller does: its Machines live
+// in an in-memory store, what the provider writes with machine_update in
+// Create and Delete goes through a MachineUpdater (resourceVersions,
+// conflicts re-applied), and every later call receives the updated Machine.
+// abi/SPEC.md §11 specifies the profiles and every check.
+//
 // Providers that keep no state, like machine-controller's fake provider
 // whose Get always finds an instance, declare ProfileStateless: checks that
 // need a provider to remember what it created are then skipped, and say so.
+// A check of a SHOULD rule that is not met is a warning (Warn), not a
+// failure.
 package conformance
 
 import (
@@ -35,6 +43,8 @@ import (
 	"github.com/wasmprov/wasmprov/cassette"
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // Profile says what a provider can be expected to do.
@@ -91,8 +101,9 @@ type Config struct {
 	// key, a random suffix) and so are not compared on replay.
 	Ignore []cassette.Ignore
 
-	// Checks selects checks by ID or ID prefix ("validate."); empty runs
-	// every check.
+	// Checks selects checks by ID or by a prefix that ends at a dot
+	// ("validate." or "validate"); empty runs every check. A selector that
+	// matches no check makes Run fail, listing the IDs (CheckIDs).
 	Checks []string
 	// Seed seeds the fuzzed Machines (default 1): a run is reproducible.
 	Seed uint64
@@ -112,84 +123,11 @@ type Config struct {
 	// Logger receives the host's and the guest's log records (default:
 	// discarded).
 	Logger *slog.Logger
-}
-
-// Status is the outcome of a check.
-type Status string
-
-// Outcomes.
-const (
-	Pass Status = "pass"
-	Fail Status = "fail"
-	Skip Status = "skip"
-)
-
-// Result is the outcome of one check.
-type Result struct {
-	ID       string        `json:"id"`
-	Title    string        `json:"title"`
-	Status   Status        `json:"status"`
-	Message  string        `json:"message,omitempty"`
-	Why      string        `json:"why,omitempty"`
-	Notes    []string      `json:"notes,omitempty"`
-	Duration time.Duration `json:"durationNs"`
-}
-
-// Report is the outcome of a run.
-type Report struct {
-	Provider     string        `json:"provider"`
-	SHA256       string        `json:"sha256,omitempty"`
-	Profile      Profile       `json:"profile"`
-	Cloud        string        `json:"cloud"`
-	Capabilities []string      `json:"capabilities"`
-	Results      []Result      `json:"results"`
-	Duration     time.Duration `json:"durationNs"`
-}
-
-// Passed reports whether no check failed.
-func (r *Report) Passed() bool {
-	for _, res := range r.Results {
-		if res.Status == Fail {
-			return false
-		}
-	}
-	return true
-}
-
-// Counts returns how many checks passed, failed and were skipped.
-func (r *Report) Counts() (pass, fail, skip int) {
-	for _, res := range r.Results {
-		switch res.Status {
-		case Pass:
-			pass++
-		case Fail:
-			fail++
-		case Skip:
-			skip++
-		}
-	}
-	return
-}
-
-// Result returns the result of check id, or nil.
-func (r *Report) Result(id string) *Result {
-	for i := range r.Results {
-		if r.Results[i].ID == id {
-			return &r.Results[i]
-		}
-	}
-	return nil
-}
-
-// Failed lists the IDs of failed checks.
-func (r *Report) Failed() []string {
-	var ids []string
-	for _, res := range r.Results {
-		if res.Status == Fail {
-			ids = append(ids, res.ID)
-		}
-	}
-	return ids
+	// Kube is the Kubernetes client the host's config_var reads Secrets and
+	// ConfigMaps through (runtime.WithKubernetesClient), for a provider
+	// spec with secretKeyRef or configMapKeyRef. Only what the Machine
+	// references is read. Nil: such references fail with FAILED.
+	Kube kubernetes.Interface
 }
 
 // env is what checks work with.
@@ -250,6 +188,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if len(cfg.ProviderSpec) == 0 {
 		return nil, fmt.Errorf("no provider spec: set Config.ProviderSpec to the providerSpec.value of a Machine the provider accepts")
+	}
+	if err := checkSelection(cfg.Checks); err != nil {
+		return nil, err
 	}
 	if cfg.Record && (cfg.Cassette == "" || cfg.CloudURL == "") {
 		return nil, fmt.Errorf("recording needs both a cassette file and a cloud URL")
@@ -319,6 +260,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.CompilationCacheDir != "" {
 		opts = append(opts, runtime.WithCompilationCacheDir(cfg.CompilationCacheDir))
 	}
+	if cfg.Kube != nil {
+		opts = append(opts, runtime.WithKubernetesClient(cfg.Kube))
+	}
 	if transport != nil {
 		opts = append(opts, runtime.WithHTTPTransport(func(http.RoundTripper) http.RoundTripper { return transport }))
 	}
@@ -338,7 +282,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var deferred []int
 	results := make([]Result, len(Checks))
 	for i, c := range Checks {
-		results[i] = Result{ID: c.ID, Title: c.Title}
+		results[i] = Result{ID: c.ID, Title: c.Title, Level: c.Level}
 		if !selected(cfg.Checks, c.ID) {
 			results[i].Status, results[i].Message = Skip, "not selected"
 			continue
@@ -362,18 +306,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-func selected(sel []string, id string) bool {
-	if len(sel) == 0 {
-		return true
-	}
-	for _, s := range sel {
-		if s == id || (strings.HasSuffix(s, ".") && strings.HasPrefix(id, s)) || strings.HasPrefix(id, s+".") {
-			return true
-		}
-	}
-	return false
-}
-
 // skipError skips a check with a reason.
 type skipError struct{ reason string }
 
@@ -391,7 +323,7 @@ func failf(format string, args ...any) error { return &failure{fmt.Sprintf(forma
 
 // run runs one check and turns its outcome into a Result.
 func (e *env) run(ctx context.Context, c Check) (res Result) {
-	res = Result{ID: c.ID, Title: c.Title}
+	res = Result{ID: c.ID, Title: c.Title, Level: c.Level}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
 	if c.ID != "abi.module" && e.loadErr != nil {
@@ -403,7 +335,7 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		return res
 	}
 	ctx = cassette.WithScope(ctx, c.ID)
-	t := &T{env: e, ctx: ctx, id: c.ID}
+	t := &T{env: e, ctx: ctx, id: c.ID, store: newMachineStore()}
 	err := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -413,6 +345,9 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		return c.run(t)
 	}()
 	t.cleanup()
+	if n, conflicts := t.store.stats(); n > 0 {
+		t.notef("the provider updated its Machines with machine_update %d× (%d× after a conflict, re-applied to the fresh Machine); each later call received the updated Machine", n, conflicts)
+	}
 	if e.replay != nil {
 		if rerr := e.replay.Check(c.ID); rerr != nil {
 			saw := "the check passed otherwise"
@@ -430,6 +365,9 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		res.Status, res.Message = Skip, err.reason
 	default:
 		res.Status, res.Message, res.Why = Fail, err.Error(), c.Why
+		if c.Level == Should {
+			res.Status = Warn
+		}
 	}
 	return res
 }
@@ -438,7 +376,7 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 // spec is used (and add-defaults.idempotent reports the failure).
 func (e *env) applyDefaults(ctx context.Context) {
 	e.defaulted = e.spec
-	ctx, cancel := context.WithTimeout(cassette.WithScope(ctx, "setup"), e.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(cloud.WithMachineNamespace(cassette.WithScope(ctx, "setup"), machineNamespace), e.cfg.CallTimeout)
 	defer cancel()
 	m := newMachine("wpc-setup", uid("setup"), e.spec)
 	if d, err := e.p.AddDefaults(ctx, m.Spec); err == nil && d.ProviderSpec.Value != nil && json.Valid(d.ProviderSpec.Value.Raw) {
@@ -448,10 +386,12 @@ func (e *env) applyDefaults(ctx context.Context) {
 
 // T is the handle a check works with.
 type T struct {
-	env      *env
-	ctx      context.Context
-	id       string
-	notes    []string
+	env   *env
+	ctx   context.Context
+	id    string
+	notes []string
+	// store holds the check's Machines (see machineStore).
+	store    *machineStore
 	mu       sync.Mutex
 	cleanups []func()
 }
@@ -474,7 +414,10 @@ func (t *T) cleanup() {
 	}
 }
 
-// call returns a context for one provider call.
+// call returns a context for one provider call. Calls that get a spec
+// without its Machine (AddDefaults, Validate, GetCloudConfig) are made for
+// a Machine of machineNamespace, as a controller validating a Machine it
+// read passes its namespace: config_var may read Secrets there.
 func (t *T) call() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(t.ctx, t.env.cfg.CallTimeout)
+	return context.WithTimeout(cloud.WithMachineNamespace(t.ctx, machineNamespace), t.env.cfg.CallTimeout)
 }

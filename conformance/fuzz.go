@@ -169,6 +169,11 @@ func checkFuzz(t *T) error {
 	for i := 0; i < t.env.cfg.FuzzMachines; i++ {
 		m, ud, newUID := f.machine(i)
 		desc := fmt.Sprintf("fuzzed Machine #%d (seed %d, name %q, providerSpec %s)", i, t.env.cfg.Seed, truncate(m.Name, 40), truncate(rawSpec(m), 120))
+		// Each fuzzed Machine lives in a store of its own (fuzzed names
+		// collide), and each call gets it as the provider's updates left it.
+		store := newMachineStore()
+		store.put(m)
+		cur := func() *clusterv1alpha1.Machine { return store.current(m) }
 		calls := []struct {
 			name string
 			do   func() error
@@ -184,29 +189,30 @@ func checkFuzz(t *T) error {
 			{"MachineMetricsLabels", func() error {
 				ctx, c := t.call()
 				defer c()
-				_, err := t.env.p.MachineMetricsLabels(ctx, m)
+				_, err := t.env.p.MachineMetricsLabels(ctx, cur())
 				return err
 			}},
-			{"Get", func() error { _, err := t.get(m); return err }},
+			{"Get", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.Get(ctx, cur()); return err }},
 			{"Create", func() error {
 				ctx, c := t.call()
 				defer c()
-				_, err := t.env.p.Create(ctx, m, createData(), ud)
+				_, err := t.env.p.Create(ctx, cur(), createData(store), ud)
 				return err
 			}},
-			{"Get after Create", func() error { _, err := t.get(m); return err }},
-			{"MigrateUID", func() error { ctx, c := t.call(); defer c(); return t.env.p.MigrateUID(ctx, m, newUID) }},
+			{"Get after Create", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.Get(ctx, cur()); return err }},
+			{"MigrateUID", func() error { ctx, c := t.call(); defer c(); return t.env.p.MigrateUID(ctx, cur(), newUID) }},
 			{"Delete", func() error {
 				// Once each, by the old and the new UID: a fuzzed Machine
 				// may never be deletable, and retrying would only be slow.
-				mm := m.DeepCopy()
-				mm.UID = newUID
 				ctx, c := t.call()
 				defer c()
-				if err := t.env.p.Delete(ctx, m, createData()); sandboxFailure(err) {
+				if err := t.env.p.Delete(ctx, cur(), createData(store)); sandboxFailure(err) {
 					return err
 				}
-				return t.env.p.Delete(ctx, mm, createData())
+				mm := cur()
+				mm.UID = newUID
+				store.put(mm)
+				return t.env.p.Delete(ctx, cur(), createData(store))
 			}},
 		}
 		for _, c := range calls {

@@ -26,11 +26,20 @@ func uid(seed string) types.UID {
 }
 
 // machine returns a Machine named after the check, with the defaulted
-// provider spec (as machine-controller's webhook would have stored it).
+// provider spec (as machine-controller's webhook would have stored it),
+// and stores it: calls receive its stored version (t.current), which is
+// what the provider's machine_update calls made of it.
 func (t *T) machine(n int) *clusterv1alpha1.Machine {
 	m := t.rawMachine(n)
 	m.Spec.ProviderSpec.Value.Raw = append([]byte(nil), t.env.defaulted...)
+	t.store.put(m)
 	return m
+}
+
+// current returns the stored version of m: what the controller would pass
+// to the provider's next call.
+func (t *T) current(m *clusterv1alpha1.Machine) *clusterv1alpha1.Machine {
+	return t.store.current(m)
 }
 
 // rawMachine is machine with the configured spec, before AddDefaults.
@@ -40,10 +49,13 @@ func (t *T) rawMachine(n int) *clusterv1alpha1.Machine {
 	return newMachine(name, uid(t.id+"/"+name), t.env.spec)
 }
 
+// machineNamespace is the namespace of every Machine of a run.
+const machineNamespace = "kube-system"
+
 func newMachine(name string, u types.UID, spec json.RawMessage) *clusterv1alpha1.Machine {
 	m := &clusterv1alpha1.Machine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "cluster.k8s.io/v1alpha1", Kind: "Machine"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: u},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: machineNamespace, UID: u},
 	}
 	m.Spec.Name = name
 	m.Spec.Versions.Kubelet = "1.31.0"
@@ -60,7 +72,7 @@ func describe(err error) string {
 	}
 	class := runtime.ErrorClass(err)
 	if class == "" {
-		class = "error"
+		return fmt.Sprintf("error: %v", err)
 	}
 	return fmt.Sprintf("%s error: %v", class, err)
 }

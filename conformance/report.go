@@ -34,28 +34,32 @@ func (r *Report) WriteText(w io.Writer) error {
 				b.WriteString(indent + line + "\n")
 			}
 		}
-		if res.Status == Fail && res.Why != "" {
+		if (res.Status == Fail || res.Status == Warn) && res.Why != "" {
 			b.WriteString(indent + "why it matters: " + res.Why + "\n")
 		}
 		for _, n := range res.Notes {
 			b.WriteString(indent + "note: " + n + "\n")
 		}
 	}
-	pass, fail, skip := r.Counts()
+	c := r.Counts()
 	verdict := "PASS"
-	if fail > 0 {
+	if c.Fail > 0 {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(&b, "\n%s: %d passed, %d failed, %d skipped in %s\n", verdict, pass, fail, skip, r.Duration.Round(time.Millisecond))
+	fmt.Fprintf(&b, "\n%s: %d passed, %d warnings, %d failed, %d skipped in %s\n", verdict, c.Pass, c.Warn, c.Fail, c.Skip, r.Duration.Round(time.Millisecond))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteJSON writes the report as indented JSON.
+// WriteJSON writes the report as indented JSON, with the counts of each
+// outcome under "counts".
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(struct {
+		*Report
+		Counts Counts `json:"counts"`
+	}{r, r.Counts()})
 }
 
 type junitSuites struct {
@@ -85,6 +89,7 @@ type junitCase struct {
 	Failure   *junitMessage `xml:"failure"`
 	Skipped   *junitMessage `xml:"skipped"`
 	SystemOut string        `xml:"system-out,omitempty"`
+	SystemErr string        `xml:"system-err,omitempty"`
 }
 
 type junitMessage struct {
@@ -96,12 +101,14 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
 // WriteJUnit writes the report as JUnit XML, one testcase per check.
 func (r *Report) WriteJUnit(w io.Writer) error {
-	pass, fail, skip := r.Counts()
+	n := r.Counts()
+	// JUnit has no warning: a warned check is a passed testcase whose
+	// system-err says why, and the suite's "warnings" property counts them.
 	s := junitSuite{
-		Name: "wasmprov-conformance/" + r.Provider, Tests: pass + fail + skip, Failures: fail, Skipped: skip,
+		Name: "wasmprov-conformance/" + r.Provider, Tests: n.Total(), Failures: n.Fail, Skipped: n.Skip,
 		Time: seconds(r.Duration),
 		Properties: []junitProperty{{"sha256", r.SHA256}, {"profile", string(r.Profile)}, {"cloud", r.Cloud},
-			{"capabilities", strings.Join(r.Capabilities, ",")}},
+			{"capabilities", strings.Join(r.Capabilities, ",")}, {"warnings", fmt.Sprint(n.Warn)}},
 	}
 	for _, res := range r.Results {
 		c := junitCase{Name: res.ID + ": " + res.Title, Classname: "conformance." + r.Provider, Time: seconds(res.Duration)}
@@ -109,6 +116,8 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		case Fail:
 			first, _, _ := strings.Cut(res.Message, "\n")
 			c.Failure = &junitMessage{Message: first, Body: res.Message + "\n\nwhy it matters: " + res.Why}
+		case Warn:
+			c.SystemErr = "warning (SHOULD): " + res.Message + "\n\nwhy it matters: " + res.Why
 		case Skip:
 			c.Skipped = &junitMessage{Message: res.Message}
 		}

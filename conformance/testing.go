@@ -12,6 +12,7 @@ import (
 
 // RunT runs the suite from a provider's own tests: every check becomes a
 // subtest that passes, fails with the check's explanation, or is skipped.
+// A warning (a SHOULD not met) is logged, not failed.
 // When $WASMPROV_CONFORMANCE_REPORTS names a directory, the JUnit XML and
 // JSON reports are written there too (for CI). A Config without an Engine
 // runs on the engine $WASMPROV_ENGINE names (runtime.EngineEnv), so a
@@ -37,6 +38,8 @@ func RunT(t *testing.T, cfg Config) *Report {
 			switch res.Status {
 			case Fail:
 				t.Errorf("%s\n%s\nwhy it matters: %s", res.Title, res.Message, res.Why)
+			case Warn:
+				t.Logf("warning (SHOULD): %s\n%s\nwhy it matters: %s", res.Title, res.Message, res.Why)
 			case Skip:
 				t.Skip(res.Message)
 			}

@@ -6,6 +6,7 @@
 //
 //	GET    /v1/instances?uid=U | ?name=N  -> 200 {"instances": [...]}
 //	POST   /v1/instances {"name","uid","size"} -> 201 {"instance": {...}}, 409 if the name is taken
+//	GET    /v1/instances/{id}             -> 200 {"instance": {...}}, 404 if missing
 //	PATCH  /v1/instances/{id} {"uid"}     -> 200 {"instance": {...}}
 //	DELETE /v1/instances/{id}             -> 204, 404 if missing
 package minicloud
@@ -107,6 +108,8 @@ func (c *Cloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch r.Method {
+		case http.MethodGet:
+			reply(w, http.StatusOK, map[string]any{"instance": inst})
 		case http.MethodDelete:
 			delete(c.instances, inst.ID)
 			reply(w, http.StatusNoContent, nil)

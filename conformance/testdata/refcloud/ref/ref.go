@@ -41,25 +41,32 @@ const (
 
 // Spec is the cloudProviderSpec.
 type Spec struct {
-	Endpoint string   `json:"endpoint"`
-	Token    string   `json:"token"`
-	Size     string   `json:"size,omitempty"`
-	Tags     []string `json:"tags,omitempty"`
-	Region   string   `json:"region,omitempty"`
+	Endpoint string `json:"endpoint"`
+	// Token is a config var: a string, or (keyed providers) an object
+	// with secretKeyRef the host resolves.
+	Token  json.RawMessage `json:"token"`
+	Size   string          `json:"size,omitempty"`
+	Tags   []string        `json:"tags,omitempty"`
+	Region string          `json:"region,omitempty"`
+
+	token string // resolved
 }
 
-type prov struct{ b Break }
+type prov struct {
+	b   Break
+	key Key
+}
 
 // Register registers the provider with bug b.
 func Register(b Break) {
 	caps := []abi.Capability{abi.CapHTTP}
-	provider.Register(prov{b}, provider.Needs(caps...))
+	provider.Register(prov{b: b}, provider.Needs(caps...))
 }
 
 func (p prov) config(ctx context.Context, s provider.MachineSpec) (provider.Config, Spec, error) {
 	var sp Spec
 	if p.b == AcceptsEmpty && (len(s.ProviderSpec.Value) == 0 || string(s.ProviderSpec.Value) == "null") {
-		return provider.Config{}, Spec{Endpoint: "http://invalid.test", Token: "x", Size: "small"}, nil
+		return provider.Config{}, Spec{Endpoint: "http://invalid.test", token: "x", Size: "small"}, nil
 	}
 	c, err := provider.DecodeConfig(s)
 	if err != nil {
@@ -74,11 +81,14 @@ func (p prov) config(ctx context.Context, s provider.MachineSpec) (provider.Conf
 		}
 		return c, sp, provider.Terminal(provider.InvalidConfiguration, "decoding cloudProviderSpec: %v", err)
 	}
+	if err := p.resolveToken(ctx, &sp); err != nil {
+		return c, sp, err
+	}
 	if p.b == UndeclaredCapability {
 		// Resolve the token as a ConfigVarString, without having declared
 		// config_var: the host refuses, and the bug hides behind a fallback.
-		if tok, err := provider.ConfigVarString(ctx, json.RawMessage(fmt.Sprintf("%q", sp.Token)), ""); err == nil {
-			sp.Token = tok
+		if tok, err := provider.ConfigVarString(ctx, json.RawMessage(fmt.Sprintf("%q", sp.token)), ""); err == nil {
+			sp.token = tok
 		}
 	}
 	return c, sp, nil
@@ -115,7 +125,7 @@ func (p prov) Validate(ctx context.Context, s provider.MachineSpec) error {
 	if err != nil {
 		return err
 	}
-	if sp.Endpoint == "" || sp.Token == "" {
+	if sp.Endpoint == "" || sp.token == "" {
 		return provider.Terminal(provider.InvalidConfiguration, "endpoint and token are required")
 	}
 	if p.b == RejectsValid && sp.Region == "" {
@@ -150,7 +160,7 @@ func (e *apiError) Error() string {
 // larger and slower to compile).
 func (p prov) api(ctx context.Context, sp Spec, method, path string, in, out any) error {
 	req := abi.HTTPRequest{Method: method, URL: strings.TrimSuffix(sp.Endpoint, "/") + path,
-		Header: map[string][]string{"Authorization": {"Bearer " + sp.Token}}}
+		Header: map[string][]string{"Authorization": {"Bearer " + sp.token}}}
 	if in != nil {
 		req.Body, _ = json.Marshal(in)
 		req.Header["Content-Type"] = []string{"application/json"}
@@ -191,6 +201,9 @@ func toInstance(i *instance) *provider.Instance {
 }
 
 func (p prov) Get(ctx context.Context, m *provider.Machine) (*provider.Instance, error) {
+	if p.key != ByUID {
+		return p.keyedGet(ctx, m)
+	}
 	if p.b == PanicsOnShortName {
 		provider.Logger(ctx).Debug("get", "prefix", m.Name[:8])
 	}
@@ -216,6 +229,9 @@ func (p prov) Get(ctx context.Context, m *provider.Machine) (*provider.Instance,
 }
 
 func (p prov) Create(ctx context.Context, m *provider.Machine, _ string) (*provider.Instance, error) {
+	if p.key != ByUID {
+		return p.keyedCreate(ctx, m)
+	}
 	_, sp, err := p.config(ctx, m.Spec)
 	if err != nil {
 		return nil, err
@@ -258,6 +274,9 @@ func (p prov) Create(ctx context.Context, m *provider.Machine, _ string) (*provi
 }
 
 func (p prov) Delete(ctx context.Context, m *provider.Machine) error {
+	if p.key != ByUID {
+		return p.keyedDelete(ctx, m)
+	}
 	_, sp, err := p.config(ctx, m.Spec)
 	if err != nil {
 		return err
@@ -295,6 +314,9 @@ func (p prov) MachineMetricsLabels(ctx context.Context, m *provider.Machine) (ma
 }
 
 func (p prov) MigrateUID(ctx context.Context, m *provider.Machine, newUID string) error {
+	if p.key != ByUID {
+		return p.keyedMigrateUID(ctx, m, newUID)
+	}
 	_, sp, err := p.config(ctx, m.Spec)
 	if err != nil {
 		return err

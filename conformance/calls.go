@@ -1,0 +1,91 @@
+package conformance
+
+import (
+	"errors"
+	"time"
+
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
+	"github.com/wasmprov/wasmprov/cloud/instance"
+
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// How checks call a provider the way machine-controller does: every call
+// gets the Machine as the store holds it, so what a provider wrote with
+// machine_update is what its next call receives.
+
+// noPVs is the PersistentVolume lister of every run: there are none.
+var noPVs = listerscorev1.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+
+// createData is what Create and Delete get: machine-controller's updater
+// over the check's Machine store, and an empty PV lister.
+func createData(s *machineStore) *cloud.MachineCreateDeleteData {
+	return &cloud.MachineCreateDeleteData{Updater: s.updater(), PVLister: noPVs}
+}
+
+const userdata = "#cloud-config\n# wasmprov conformance\n"
+
+// errNoInstance stands for a Get or Create that reported success without
+// an Instance.
+var errNoInstance = errors.New("status OK without an Instance document (SPEC §4.1: Get and Create output an Instance)")
+
+// create creates m and registers its deletion at the end of the check. It
+// returns the Machine the provider received.
+func (t *T) create(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alpha1.Machine, error) {
+	cur := t.current(m)
+	// The controller's own write racing the call: the provider's first
+	// machine_update conflicts and is re-applied to the fresh Machine.
+	t.store.touch(m)
+	ctx, cancel := t.call()
+	defer cancel()
+	inst, err := t.env.p.Create(ctx, cur.DeepCopy(), createData(t.store), userdata)
+	if err == nil && inst == nil {
+		err = errNoInstance
+	}
+	if err == nil {
+		t.defer_(func() { _ = t.deleteAll(m) })
+	}
+	return inst, cur, err
+}
+
+// get calls Get with the stored version of m and returns the Machine it
+// passed.
+func (t *T) get(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alpha1.Machine, error) {
+	cur := t.current(m)
+	ctx, cancel := t.call()
+	defer cancel()
+	inst, err := t.env.p.Get(ctx, cur.DeepCopy())
+	if err == nil && inst == nil {
+		err = errNoInstance
+	}
+	return inst, cur, err
+}
+
+// deleteAll calls Delete until it returns OK, as the controller does:
+// ERROR means "in progress, call again".
+func (t *T) deleteAll(m *clusterv1alpha1.Machine) error {
+	var err error
+	for attempt := 0; attempt < 15; attempt++ {
+		cur := t.current(m)
+		t.store.touch(m)
+		ctx, cancel := t.call()
+		err = t.env.p.Delete(ctx, cur, createData(t.store))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if sandboxFailure(err) {
+			return err
+		}
+		if ok, _, _ := cloudprovidererrors.IsTerminalError(err); ok || isNotFound(err) {
+			return err
+		}
+		if t.env.replay == nil {
+			time.Sleep(time.Duration(min(attempt+1, 10)) * 20 * time.Millisecond)
+		}
+	}
+	return err
+}
