@@ -56,7 +56,8 @@ demo-fake: cli $(BUILD)/guests/fake.wasm
 ## conformance: run `wasmprov conformance` against every example provider
 conformance: cli guests c-guests
 	$(BUILD)/wasmprov conformance --profile stateless --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/fake.wasm
-	$(BUILD)/wasmprov conformance --profile stateless --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/c-fake.wasm
+	$(BUILD)/wasmprov conformance --spec '{"cloudProviderSpec":{"passValidation":true}}' $(BUILD)/guests/c-fake.wasm
+	$(BUILD)/wasmprov conformance --spec '{"cloudProviderSpec":{}}' examples/wat-fake/fake.wasm
 	$(BUILD)/wasmprov conformance --cassette conformance/testdata/cassettes/hetzner.json --secret sim-token \
 	  --ignore 'POST /ssh_keys name,public_key' \
 	  --spec '{"cloudProvider":"hetzner","operatingSystem":"ubuntu","sshPublicKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],"cloudProviderSpec":{"token":"sim-token","serverType":"cx22","location":"fsn1","image":"ubuntu-24.04","endpoint":"$${CLOUD_URL}/v1"}}' \
@@ -119,7 +120,7 @@ fuzz-smoke:
 # Hand-written .wat test modules and the flags their committed .wasm were
 # assembled with; internal/fixtures' TestWasmFixturesMatchWat reads these two
 # lists and the fixtures recipe, and compares each .wasm with a fresh wat2wasm.
-WAT_PLAIN := runtime/testdata/abi runtime/testdata/malicious runtime/internal/mmapmem/testdata
+WAT_PLAIN := runtime/testdata/abi runtime/testdata/malicious runtime/internal/mmapmem/testdata examples/wat-fake
 WAT_NAMED := runtime/internal/interrupt/testdata
 
 ## fixtures: regenerate every committed .wasm test module from its .wat (installs wabt)

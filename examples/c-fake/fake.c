@@ -7,9 +7,15 @@
  *     object; anything else is a TERMINAL InvalidConfiguration error.
  *   - Validate succeeds only when cloudProviderSpec.passValidation is true
  *     (otherwise a retriable ERROR, as upstream's fake).
- *   - Get and Create report an instance named after the Machine, with its
- *     UID as ID and "fake://UID" as provider ID; nothing is remembered, so it
- *     is a stateless provider (wasmprov conformance --profile stateless).
+ *   - Unlike upstream's fake, it remembers what it created, on the Machine
+ *     itself (the wasm instance may be discarded between calls, §1): Create
+ *     records the Machine's UID as the instance ID in the annotation
+ *     c-fake.example/instance-id and sets spec.providerID to "fake://ID"
+ *     through machine_update (§6.3); Get reports the instance, named after
+ *     the Machine, while the annotation is there and NOT_FOUND otherwise; a
+ *     second Create returns the recorded instance; Delete removes the
+ *     annotation. So it passes the stateful conformance profile (the
+ *     default) as well as the stateless one.
  *   - MachineMetricsLabels reports {"size": "fake"}; everything else
  *     succeeds.
  *
@@ -30,16 +36,17 @@ IMPORT("take_result") int64_t host_take_result(void *buf, int32_t limit);
 IMPORT("output") int32_t host_output(const void *ptr, int32_t len);
 IMPORT("set_error") int32_t host_set_error(const char *reason, int32_t reason_len,
                                            const char *msg, int32_t msg_len, int64_t retry_after_ms);
+IMPORT("machine_update") int64_t host_machine_update(const void *req, int32_t req_len, void *buf, int32_t limit);
 IMPORT("log") int32_t host_log(int32_t level, const char *msg, int32_t msg_len,
                                const char *attrs, int32_t attrs_len);
 
 enum { STATUS_OK = 0, STATUS_ERROR = 1, STATUS_TERMINAL = 2, STATUS_NOT_FOUND = 3 };
 enum { INPUT_MACHINE = 1, INPUT_SPEC = 2, INPUT_PROVIDER_SPEC = 3 };
-enum { CAP_LOG = 0x01 };
+enum { CAP_LOG = 0x01, CAP_MACHINE_UPDATE = 0x04 };
 enum { LEVEL_DEBUG = -4 };
 
 EXPORT("wasmprov_abi_version") int32_t abi_version(void) { return 1; }
-EXPORT("wasmprov_capabilities") int64_t capabilities(void) { return CAP_LOG; }
+EXPORT("wasmprov_capabilities") int64_t capabilities(void) { return CAP_LOG | CAP_MACHINE_UPDATE; }
 
 /* ---- bytes in and out (SPEC.md §5) -------------------------------------- */
 
@@ -256,38 +263,104 @@ static const char *string_member(const char *obj, const char *e, const char *key
   return v + 1;
 }
 
-/* instance outputs the Instance of the Machine (§8.1). */
-static int32_t instance(void) {
-  doc d;
-  if (fetch(INPUT_MACHINE, &d) != 0) return fail(STATUS_ERROR, "", "cannot read the machine");
-  const char *e = d.p + d.n;
-  const char *meta = member(d.p, e, "metadata");
-  size_t nlen, ulen;
-  const char *name = string_member(meta, e, "name", &nlen);
-  const char *uid = string_member(meta, e, "uid", &ulen);
-  size_t cap = nlen + 2 * ulen + 128, len = 0;
+#define ID_ANNOTATION "c-fake.example/instance-id"
+
+/* output_instance outputs the Instance (§8.1) named name with ID id (both
+ * still JSON-escaped). */
+static int32_t output_instance(const char *name, size_t nlen, const char *id, size_t idlen) {
+  size_t cap = nlen + 2 * idlen + 128, len = 0;
   char *b = malloc(cap);
   int32_t st = STATUS_OK;
   if (!b) {
     st = fail(STATUS_ERROR, "", "out of memory");
   } else if (append(b, cap, &len, "{\"name\":\"", 9) || append(b, cap, &len, name, nlen) ||
-             append(b, cap, &len, "\",\"id\":\"", 8) || append(b, cap, &len, uid, ulen) ||
-             append(b, cap, &len, "\",\"providerID\":\"fake://", 23) || append(b, cap, &len, uid, ulen) ||
+             append(b, cap, &len, "\",\"id\":\"", 8) || append(b, cap, &len, id, idlen) ||
+             append(b, cap, &len, "\",\"providerID\":\"fake://", 23) || append(b, cap, &len, id, idlen) ||
              append(b, cap, &len, "\",\"status\":\"running\"}", 21)) {
     st = fail(STATUS_ERROR, "", "instance document too large");
   } else if (host_output(b, (int32_t)len) != 0) {
     st = fail(STATUS_ERROR, "", "output failed");
   }
   free(b);
-  doc_free(&d);
   return st;
 }
 
-EXPORT("wasmprov_get") int32_t get(void) { return instance(); }
+/* update sends a machine_update request. The updated Machine it returns is
+ * left pending (limit 0) and not needed; on an errno the host's explanation
+ * is pending instead (§5.1) and becomes the error message. */
+static int32_t update(const char *req, size_t n) {
+  if (host_machine_update(req, (int32_t)n, 0, 0) >= 0) return STATUS_OK;
+  int64_t m = host_take_result(scratch, sizeof scratch - 1);
+  if (m < 0 || m >= (int64_t)sizeof scratch) return fail(STATUS_ERROR, "", "machine_update failed");
+  scratch[m] = 0;
+  return fail(STATUS_ERROR, "", scratch);
+}
 
-EXPORT("wasmprov_create") int32_t create(void) { return instance(); }
+/* machine is one call's view of the Machine: its name and the instance ID
+ * recorded on it (idlen 0: none). */
+typedef struct {
+  doc d;
+  const char *meta, *name, *id;
+  size_t nlen, idlen;
+} machine;
 
-EXPORT("wasmprov_delete") int32_t delete_(void) { return STATUS_OK; }
+static int read_machine(machine *m) {
+  if (fetch(INPUT_MACHINE, &m->d) != 0) return -1;
+  const char *e = m->d.p + m->d.n;
+  m->meta = member(m->d.p, e, "metadata");
+  m->name = string_member(m->meta, e, "name", &m->nlen);
+  const char *ann = m->meta ? member(m->meta, e, "annotations") : NULL;
+  m->id = string_member(ann, e, ID_ANNOTATION, &m->idlen);
+  return 0;
+}
+
+EXPORT("wasmprov_get") int32_t get(void) {
+  machine m;
+  if (read_machine(&m) != 0) return fail(STATUS_ERROR, "", "cannot read the machine");
+  int32_t st = m.idlen == 0 ? fail(STATUS_NOT_FOUND, "", "no " ID_ANNOTATION " annotation: no instance")
+                            : output_instance(m.name, m.nlen, m.id, m.idlen);
+  doc_free(&m.d);
+  return st;
+}
+
+/* Create returns the recorded instance if there is one, so a second Create
+ * makes nothing new (§4.2); else it records the Machine's UID as the ID. */
+EXPORT("wasmprov_create") int32_t create(void) {
+  machine m;
+  if (read_machine(&m) != 0) return fail(STATUS_ERROR, "", "cannot read the machine");
+  const char *e = m.d.p + m.d.n;
+  int32_t st;
+  size_t ulen;
+  const char *uid = string_member(m.meta, e, "uid", &ulen);
+  if (m.idlen > 0) {
+    st = output_instance(m.name, m.nlen, m.id, m.idlen);
+  } else if (ulen == 0) {
+    st = fail(STATUS_ERROR, "", "the Machine has no metadata.uid");
+  } else {
+    static const char a[] = "{\"annotations\":{\"" ID_ANNOTATION "\":\"", b[] = "\"},\"providerID\":\"fake://", c[] = "\"}";
+    size_t cap = 2 * ulen + sizeof a + sizeof b + sizeof c, len = 0;
+    char *req = malloc(cap);
+    if (!req || append(req, cap, &len, a, sizeof a - 1) || append(req, cap, &len, uid, ulen) ||
+        append(req, cap, &len, b, sizeof b - 1) || append(req, cap, &len, uid, ulen) || append(req, cap, &len, c, sizeof c - 1)) {
+      st = fail(STATUS_ERROR, "", "out of memory");
+    } else if ((st = update(req, len)) == STATUS_OK) {
+      st = output_instance(m.name, m.nlen, uid, ulen);
+    }
+    free(req);
+  }
+  doc_free(&m.d);
+  return st;
+}
+
+/* Delete forgets the instance; a Machine without one is already deleted. */
+EXPORT("wasmprov_delete") int32_t delete_(void) {
+  static const char req[] = "{\"annotations\":{\"" ID_ANNOTATION "\":null}}";
+  machine m;
+  if (read_machine(&m) != 0) return fail(STATUS_ERROR, "", "cannot read the machine");
+  int32_t st = m.idlen == 0 ? STATUS_OK : update(req, sizeof req - 1);
+  doc_free(&m.d);
+  return st;
+}
 
 EXPORT("wasmprov_machine_metrics_labels") int32_t machine_metrics_labels(void) {
   static const char out[] = "{\"size\":\"fake\"}";
