@@ -2,8 +2,8 @@
 
 // Package cfake holds only the test of the C guest in examples/c-fake (a Go
 // package cannot sit beside fake.c): built with build.sh, it passes the
-// stateful conformance profile. conformance/cfake_test.go runs the
-// stateless one.
+// stateful conformance profile, every check (the stateless profile is the
+// same checks minus two).
 package cfake
 
 import (
