@@ -1,5 +1,6 @@
 // Package testhost builds the runtime the repository's tests run guests
-// on. It is the one place outside cmd/ that reads runtime.EngineEnv, so
+// on. With cmd/wasmprov and conformance.RunT it is one of the three places
+// that read runtime.EngineEnv, so
 // `make test-wasmtime` (WASMPROV_ENGINE=wasmtime) moves every suite that
 // goes through it to wasmtime, while runtime itself never reads the
 // environment.
