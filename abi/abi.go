@@ -39,12 +39,15 @@ const (
 	ExportCommandStart = "_start"
 )
 
-// Method identifies one of the eight cloud.Provider methods. Every method is
-// one export with the signature (func (result i32)): it takes no parameters
-// (the guest pulls its inputs with the "input" import) and returns a Status.
+// Method identifies a provider method: the eight of cloud.Provider (the
+// seed's interface), which every module exports, and the optional ones
+// machine-controller added since. Every method is one export with the
+// signature (func (result i32)): it takes no parameters (the guest pulls
+// its inputs with the "input" import) and returns a Status.
 type Method uint8
 
-// The eight Provider methods, in the order of the seed interface.
+// The eight required methods, in the order of the seed interface, then the
+// optional ones.
 const (
 	MethodAddDefaults Method = iota + 1
 	MethodValidate
@@ -54,13 +57,21 @@ const (
 	MethodDelete
 	MethodMachineMetricsLabels
 	MethodMigrateUID
+	// MethodSetMetricsForMachines is optional (SPEC.md §4.3): a module
+	// without its export reports no metrics, as machine-controller's no-op
+	// implementations do.
+	MethodSetMetricsForMachines
 )
 
-// Methods lists every Method, in order.
+// Methods lists the required methods, in order: a module must export each.
 var Methods = []Method{
 	MethodAddDefaults, MethodValidate, MethodGet, MethodGetCloudConfig,
 	MethodCreate, MethodDelete, MethodMachineMetricsLabels, MethodMigrateUID,
 }
+
+// OptionalMethods lists the methods a module may export; a host calls one
+// only if it is exported.
+var OptionalMethods = []Method{MethodSetMetricsForMachines}
 
 var methodNames = [...]string{
 	MethodAddDefaults:          "AddDefaults",
@@ -71,6 +82,8 @@ var methodNames = [...]string{
 	MethodDelete:               "Delete",
 	MethodMachineMetricsLabels: "MachineMetricsLabels",
 	MethodMigrateUID:           "MigrateUID",
+
+	MethodSetMetricsForMachines: "SetMetricsForMachines",
 }
 
 var methodExports = [...]string{
@@ -82,6 +95,8 @@ var methodExports = [...]string{
 	MethodDelete:               "wasmprov_delete",
 	MethodMachineMetricsLabels: "wasmprov_machine_metrics_labels",
 	MethodMigrateUID:           "wasmprov_migrate_uid",
+
+	MethodSetMetricsForMachines: "wasmprov_set_metrics_for_machines",
 }
 
 // String returns the Go method name, e.g. "AddDefaults".
@@ -100,8 +115,12 @@ func (m Method) Export() string {
 	return ""
 }
 
-// Valid reports whether m is one of the eight methods.
-func (m Method) Valid() bool { return m >= MethodAddDefaults && m <= MethodMigrateUID }
+// Valid reports whether m is a method of this ABI version, required or
+// optional.
+func (m Method) Valid() bool { return m >= MethodAddDefaults && m <= MethodSetMetricsForMachines }
+
+// Optional reports whether a module may leave m unexported.
+func (m Method) Optional() bool { return m == MethodSetMetricsForMachines }
 
 // Inputs returns the Input parts the host offers to m. Parts not listed are
 // answered with ErrnoUnavailable.
@@ -115,6 +134,8 @@ func (m Method) Inputs() []Input {
 		return []Input{InputMachine, InputSpec, InputProviderSpec, InputNewUID, InputLogLevel}
 	case MethodGet, MethodDelete, MethodMachineMetricsLabels:
 		return []Input{InputMachine, InputSpec, InputProviderSpec, InputLogLevel}
+	case MethodSetMetricsForMachines:
+		return []Input{InputMachineList, InputLogLevel}
 	}
 	return nil
 }
@@ -137,6 +158,11 @@ const (
 	// StatusPanic: the guest caught a panic of its own. The host reports an
 	// error and discards the instance, since the guest's state may be torn.
 	StatusPanic Status = 4
+	// StatusInProgress: only from Delete, only from a module declaring
+	// CapAsyncDelete. Deletion has started and is not finished: the host
+	// calls Delete again later (machine-controller's Cleanup returning
+	// false). It is not an error.
+	StatusInProgress Status = 5
 )
 
 // String names the status.
@@ -150,6 +176,8 @@ func (s Status) String() string {
 		return "terminal"
 	case StatusNotFound:
 		return "not-found"
+	case StatusInProgress:
+		return "in-progress"
 	case StatusPanic:
 		return "panic"
 	}
@@ -178,6 +206,9 @@ const (
 	// (-4 debug, 0 info, 4 warn, 8 error). A guest checks it before building
 	// a log record, so disabled debug logging costs nothing.
 	InputLogLevel Input = 6
+	// InputMachineList is the MachineList argument of
+	// SetMetricsForMachines, JSON in the Kubernetes wire format.
+	InputMachineList Input = 7
 )
 
 // String names the input part.
@@ -195,6 +226,8 @@ func (i Input) String() string {
 		return "new_uid"
 	case InputLogLevel:
 		return "log_level"
+	case InputMachineList:
+		return "machine_list"
 	}
 	return "Input(" + strconv.Itoa(int(i)) + ")"
 }
@@ -271,10 +304,20 @@ const (
 	// CapRandom: WASI random_get reads the host's crypto/rand. Without it the
 	// source is deterministic.
 	CapRandom
+	// CapAsyncDelete is a protocol bit, not a grant: the module's Delete
+	// may return StatusInProgress. A host that knows the bit always
+	// accepts it; one that does not refuses the module at load (unknown
+	// bits make a module invalid), instead of reading IN_PROGRESS as a
+	// protocol violation mid-deletion.
+	CapAsyncDelete
 )
 
 // AllCapabilities is every capability this ABI version defines.
-const AllCapabilities = CapLog | CapHTTP | CapMachineUpdate | CapPVList | CapConfigVar | CapClock | CapRandom
+const AllCapabilities = CapLog | CapHTTP | CapMachineUpdate | CapPVList | CapConfigVar | CapClock | CapRandom | CapAsyncDelete
+
+// ProtocolCapabilities are the bits that declare how the module speaks the
+// ABI rather than what it may use: a policy cannot withhold them.
+const ProtocolCapabilities = CapAsyncDelete
 
 var capabilityNames = []struct {
 	c    Capability
@@ -282,7 +325,7 @@ var capabilityNames = []struct {
 }{
 	{CapLog, "log"}, {CapHTTP, "http"}, {CapMachineUpdate, "machine_update"},
 	{CapPVList, "pv_list"}, {CapConfigVar, "config_var"}, {CapClock, "clock"},
-	{CapRandom, "random"},
+	{CapRandom, "random"}, {CapAsyncDelete, "async_delete"},
 }
 
 // Names lists the names of the capabilities set in c, in bit order.

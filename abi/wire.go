@@ -94,3 +94,30 @@ const (
 	ConfigVarTypeString = "string"
 	ConfigVarTypeBool   = "bool"
 )
+
+// MetricSamples is the output of SetMetricsForMachines: the provider's
+// metric samples for the Machines it was given, which replace the ones of
+// its previous call. The host exposes them to Prometheus under the name
+// wasmprov_guest_<provider>_<name> (SPEC.md §4.3).
+type MetricSamples struct {
+	Metrics []MetricSample `json:"metrics"`
+}
+
+// MetricSample is one series: a metric name, its labels and a value.
+// Samples of one name must agree on type, help and label names.
+type MetricSample struct {
+	// Name matches [a-zA-Z_][a-zA-Z0-9_]*, without the host's prefix.
+	Name string `json:"name"`
+	Help string `json:"help,omitempty"`
+	// Type is MetricGauge or MetricCounter.
+	Type   string            `json:"type"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// Value must be finite.
+	Value float64 `json:"value"`
+}
+
+// Metric types of MetricSample.Type.
+const (
+	MetricGauge   = "gauge"
+	MetricCounter = "counter"
+)

@@ -22,7 +22,13 @@ import (
 func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) (err error) {
 	if o := p.rt.cfg.observer; o != nil {
 		start := time.Now()
-		defer func() { o(p.name, call.Method, time.Since(start), err) }()
+		defer func() {
+			observed := err
+			if errors.Is(err, ErrDeletionInProgress) {
+				observed = nil // progress, not a failure
+			}
+			o(p.name, call.Method, time.Since(start), observed)
+		}()
 	}
 	return p.invokeInstance(ctx, call)
 }
@@ -71,7 +77,7 @@ func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) err
 	}
 	status := abi.Status(int32(uint32(inst.stack[0])))
 	switch {
-	case status == abi.StatusPanic || status < abi.StatusOK || status > abi.StatusPanic,
+	case status == abi.StatusPanic || !p.validStatus(m, status),
 		status == abi.StatusTerminal && !slices.Contains(terminalReasons, clusterv1alpha1.MachineStatusError(call.ErrReason)):
 		p.pool.Put(ctx, inst, false) // torn, confused or lying: never reused
 	case p.policy.MaxCallsPerInstance >= 0 && inst.calls >= p.policy.MaxCallsPerInstance:
@@ -136,6 +142,18 @@ func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
 		if call.RetryAfter > 0 {
 			err = &cloudprovidererrors.RetryableError{RetryAfter: call.RetryAfter, Err: err}
 		}
+	case abi.StatusInProgress:
+		if !p.validStatus(call.Method, status) {
+			return p.badInProgress(call)
+		}
+		class = ClassTransient
+		err = ErrDeletionInProgress
+		if msg != "" {
+			err = fmt.Errorf("%w: %s", ErrDeletionInProgress, msg)
+		}
+		if call.RetryAfter > 0 {
+			err = &cloudprovidererrors.RetryableError{RetryAfter: call.RetryAfter, Err: err}
+		}
 	case abi.StatusPanic:
 		class = ClassTrap
 		err = fmt.Errorf("%w: %s", ErrGuestPanic, msg)
@@ -145,6 +163,29 @@ func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
 		err = fmt.Errorf("%w: unknown status %d", ErrBadResult, int32(status))
 	}
 	return &CallError{Provider: p.name, Method: call.Method, Class: class, Err: err}
+}
+
+// validStatus reports whether a method may return status: OK to PANIC
+// from every method, IN_PROGRESS from Delete of a module that declared
+// abi.CapAsyncDelete (abi/SPEC.md §4).
+func (p *Provider) validStatus(m abi.Method, status abi.Status) bool {
+	switch {
+	case status >= abi.StatusOK && status <= abi.StatusPanic:
+		return true
+	case status == abi.StatusInProgress:
+		return m == abi.MethodDelete && p.declared.Has(abi.CapAsyncDelete)
+	}
+	return false
+}
+
+// badInProgress is the error of an IN_PROGRESS status the module may not
+// return: a protocol violation, never read as "call again" (a module that
+// did not declare async_delete was built not to mean it).
+func (p *Provider) badInProgress(call *hostfuncs.Call) error {
+	if call.Method != abi.MethodDelete {
+		return p.badResult(call.Method, "%s returned IN_PROGRESS (5), which only Delete may return (SPEC §4)", call.Method)
+	}
+	return p.badResult(call.Method, "Delete returned IN_PROGRESS (5) but the module does not declare the async_delete capability (SPEC §4, §7)")
 }
 
 // badTerminal is the error of a TERMINAL status without a valid reason:

@@ -19,6 +19,11 @@ var (
 	// ErrGuestPanic: the guest recovered a panic and reported it. The
 	// instance was discarded.
 	ErrGuestPanic = errors.New("guest panicked")
+	// ErrDeletionInProgress: the module's Delete reported IN_PROGRESS —
+	// deletion started and is not finished. Calls.Cleanup answers it as
+	// (false, nil); the seed's Delete returns it as a transient error, so
+	// the caller calls again.
+	ErrDeletionInProgress = errors.New("deletion in progress")
 	// ErrBadResult: the guest returned something the ABI does not allow: an
 	// unknown status, an output that does not decode.
 	ErrBadResult = errors.New("guest returned an invalid result")

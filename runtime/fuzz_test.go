@@ -13,7 +13,6 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 )
 
@@ -64,7 +63,7 @@ func FuzzHostFunctionArgs(f *testing.F) {
 		name := names[int(which)%len(names)]
 		call := hostfuncs.NewCall(ctx, env, abi.MethodCreate, abi.AllCapabilities)
 		call.Machine = machine.DeepCopy()
-		call.Data = &cloud.MachineCreateDeleteData{Updater: func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
+		call.Data = &hostfuncs.Data{Update: func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 			m = m.DeepCopy()
 			modify(m)
 			return m, nil

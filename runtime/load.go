@@ -126,6 +126,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 			"refused", refused.Names())
 	}
 	p.declared, p.granted = declared, granted
+	p.hasMetrics = probe.fns[abi.MethodSetMetricsForMachines] != nil
 	p.modCfg = moduleConfig(granted)
 	p.env = r.newEnv(name, logger, policy)
 	p.pool = pool.New(policy.PoolSize, func(ctx context.Context) (*guestInstance, error) {
@@ -236,6 +237,12 @@ func validate(m engine.Module) []string {
 		}
 		if !sigEqual(def, w) {
 			problems = append(problems, fmt.Sprintf("export %q has signature %s, want %s", name, sigString(def), sigString(w)))
+		}
+	}
+	for _, meth := range abi.OptionalMethods {
+		w := signature{Results: []engine.ValueType{i32}}
+		if def, ok := exports[meth.Export()]; ok && !sigEqual(def, w) {
+			problems = append(problems, fmt.Sprintf("export %q has signature %s, want %s", meth.Export(), sigString(def), sigString(w)))
 		}
 	}
 	if def, ok := exports[abi.ExportInitialize]; ok && (len(def.Params) != 0 || len(def.Results) != 0) {
@@ -369,6 +376,9 @@ func (p *Provider) startInstance(ctx context.Context, cfg engine.InstanceConfig)
 	inst.declared = abi.Capability(inst.stack[0])
 	for _, m := range abi.Methods {
 		inst.fns[m] = ei.Function(m.Export())
+	}
+	for _, m := range abi.OptionalMethods {
+		inst.fns[m] = ei.Function(m.Export()) // nil when not exported
 	}
 	return inst, nil
 }

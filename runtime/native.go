@@ -62,6 +62,9 @@ func (r *Runtime) LoadFunc(name string, declared abi.Capability, fn NativeFunc, 
 		declared: declared | abi.CapLog,
 		granted:  granted,
 		native:   fn,
+		// The SDK's dispatcher answers every method, the optional ones
+		// included.
+		hasMetrics: true,
 	}
 	np.env = r.newEnv(lc.name, np.logger, policy)
 	np.initSeed()

@@ -132,6 +132,9 @@ func (p Policy) withDefaults() Policy {
 }
 
 // grant returns the capabilities granted to a module declaring declared.
+//
+// Protocol bits (abi.ProtocolCapabilities: how the module speaks the ABI,
+// not what it may use) are always granted.
 func (p Policy) grant(declared abi.Capability) (abi.Capability, error) {
 	if p.Capabilities == nil {
 		return declared, nil
@@ -144,7 +147,7 @@ func (p Policy) grant(declared abi.Capability) (abi.Capability, error) {
 		}
 		allowed |= c
 	}
-	return declared & allowed, nil
+	return declared & (allowed | abi.ProtocolCapabilities), nil
 }
 
 // Duration is a time.Duration that reads and writes as a string ("30s").

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
@@ -38,21 +40,25 @@ type Provider struct {
 	logger *slog.Logger
 
 	declared, granted abi.Capability
-	pool              *pool.Pool[*guestInstance] // nil for a native provider
-	native            NativeFunc                 // set by LoadFunc
-	closeOnce         sync.Once
-	closeErr          error
+	// hasMetrics: the module exports SetMetricsForMachines (a native
+	// provider always answers it).
+	hasMetrics bool
+	samples    atomic.Pointer[[]MetricSample]
+	pool       *pool.Pool[*guestInstance] // nil for a native provider
+	native     NativeFunc                 // set by LoadFunc
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 var (
-	_ cloud.Provider        = (*Provider)(nil)
-	_ cloud.ContextProvider = contextual{}
+	_ cloud.Provider = (*Provider)(nil)
+	_ Calls          = calls{}
 )
 
 // guestInstance is one instantiated module, used by one caller at a time.
 type guestInstance struct {
 	inst     engine.Instance
-	fns      [abi.MethodMigrateUID + 1]engine.Function
+	fns      [abi.MethodSetMetricsForMachines + 1]engine.Function
 	stack    [1]uint64
 	calls    int
 	declared abi.Capability
@@ -155,7 +161,12 @@ func (p *Provider) Close(ctx context.Context) error {
 // ContextProvider returns p as a cloud.ContextProvider: the same provider
 // with a context on every method. Cancelling the context or passing its
 // deadline stops the guest mid-call.
-func (p *Provider) ContextProvider() cloud.ContextProvider { return contextual{p} }
+func (p *Provider) ContextProvider() cloud.ContextProvider { return SeedProvider(calls{p}) }
+
+// Calls returns p's methods in the contract-neutral form both of
+// machine-controller's contracts are adapted from (package cloudprovider
+// turns it into the current one).
+func (p *Provider) Calls() Calls { return calls{p} }
 
 // seed is the cloud.Provider view of a Provider, embedded in it so that
 // cloud.WithoutContext's methods are Provider's: there is one adapter from
@@ -164,17 +175,20 @@ type seed = cloud.Provider
 
 // initSeed gives p its cloud.Provider methods: each runs its ContextProvider
 // method with context.Background, so the policy's call timeout bounds it.
-func (p *Provider) initSeed() { p.seed = cloud.WithoutContext(contextual{p}, nil) }
+func (p *Provider) initSeed() { p.seed = cloud.WithoutContext(p.ContextProvider(), nil) }
 
-// contextual is the cloud.ContextProvider view of a Provider.
-type contextual struct{ p *Provider }
+// calls is the Calls view of a Provider: the one place each method's
+// call is built and its result checked.
+type calls struct{ p *Provider }
 
-func (c contextual) newCall(ctx context.Context, m abi.Method) *hostfuncs.Call {
-	return hostfuncs.NewCall(ctx, c.p.env, m, c.p.granted)
+func (c calls) newCall(ctx context.Context, m abi.Method, data *CallData) *hostfuncs.Call {
+	call := hostfuncs.NewCall(ctx, c.p.env, m, c.p.granted)
+	call.Data = data.hostData()
+	return call
 }
 
-func (c contextual) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
-	call := c.newCall(ctx, abi.MethodAddDefaults)
+func (c calls) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (clusterv1alpha1.MachineSpec, error) {
+	call := c.newCall(ctx, abi.MethodAddDefaults, data)
 	call.Spec = &spec
 	if err := c.p.invoke(ctx, call); err != nil {
 		return spec, err
@@ -192,20 +206,20 @@ func (c contextual) AddDefaults(ctx context.Context, spec clusterv1alpha1.Machin
 	// config_var trusts its references as the caller's: a guest must not
 	// pick which Secrets it reads by defaulting one in.
 	if added := hostfuncs.AddedConfigRefs(rawProviderSpec(&spec), rawProviderSpec(&out)); len(added) > 0 {
-		c.p.logger.Warn("AddDefaults result refused: it adds a Secret or ConfigMap reference", "reference", added[0].String())
+		call.Logger().Warn("AddDefaults result refused: it adds a Secret or ConfigMap reference", "reference", added[0].String())
 		return spec, c.p.badResult(abi.MethodAddDefaults, "the defaulted spec adds %s: a provider may not choose which Secrets or ConfigMaps it reads", added[0])
 	}
 	return out, nil
 }
 
-func (c contextual) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec) error {
-	call := c.newCall(ctx, abi.MethodValidate)
+func (c calls) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) error {
+	call := c.newCall(ctx, abi.MethodValidate, data)
 	call.Spec = &spec
 	return c.p.invoke(ctx, call)
 }
 
-func (c contextual) Get(ctx context.Context, machine *clusterv1alpha1.Machine) (instance.Instance, error) {
-	call := c.newCall(ctx, abi.MethodGet)
+func (c calls) Get(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (instance.Instance, error) {
+	call := c.newCall(ctx, abi.MethodGet, data)
 	call.Machine = machine
 	if err := c.p.invoke(ctx, call); err != nil {
 		return nil, err
@@ -213,8 +227,8 @@ func (c contextual) Get(ctx context.Context, machine *clusterv1alpha1.Machine) (
 	return c.p.decodeInstance(call)
 }
 
-func (c contextual) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec) (string, string, error) {
-	call := c.newCall(ctx, abi.MethodGetCloudConfig)
+func (c calls) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (string, string, error) {
+	call := c.newCall(ctx, abi.MethodGetCloudConfig, data)
 	call.Spec = &spec
 	if err := c.p.invoke(ctx, call); err != nil {
 		return "", "", err
@@ -229,23 +243,36 @@ func (c contextual) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.Mac
 	return cc.Config, cc.Name, nil
 }
 
-func (c contextual) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData, userdata string) (instance.Instance, error) {
-	call := c.newCall(ctx, abi.MethodCreate)
-	call.Machine, call.Data, call.Userdata = machine, data, userdata
+func (c calls) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData, userdata string) (instance.Instance, error) {
+	call := c.newCall(ctx, abi.MethodCreate, data)
+	call.Machine, call.Userdata = machine, userdata
 	if err := c.p.invoke(ctx, call); err != nil {
 		return nil, err
 	}
 	return c.p.decodeInstance(call)
 }
 
-func (c contextual) Delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
-	call := c.newCall(ctx, abi.MethodDelete)
-	call.Machine, call.Data = machine, data
+// delete runs the module's Delete; an IN_PROGRESS answer is a
+// *CallError wrapping ErrDeletionInProgress.
+func (c calls) delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) error {
+	call := c.newCall(ctx, abi.MethodDelete, data)
+	call.Machine = machine
 	return c.p.invoke(ctx, call)
 }
 
-func (c contextual) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine) (map[string]string, error) {
-	call := c.newCall(ctx, abi.MethodMachineMetricsLabels)
+func (c calls) Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (bool, error) {
+	err := c.delete(ctx, machine, data)
+	switch {
+	case err == nil, errors.Is(err, cloudprovidererrors.ErrInstanceNotFound):
+		return true, nil
+	case errors.Is(err, ErrDeletionInProgress):
+		return false, nil
+	}
+	return false, err
+}
+
+func (c calls) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (map[string]string, error) {
+	call := c.newCall(ctx, abi.MethodMachineMetricsLabels, data)
 	call.Machine = machine
 	if err := c.p.invoke(ctx, call); err != nil {
 		return nil, err
@@ -268,8 +295,8 @@ func (c contextual) MachineMetricsLabels(ctx context.Context, machine *clusterv1
 	return labels, nil
 }
 
-func (c contextual) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID) error {
-	call := c.newCall(ctx, abi.MethodMigrateUID)
+func (c calls) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID, data *CallData) error {
+	call := c.newCall(ctx, abi.MethodMigrateUID, data)
 	call.Machine, call.NewUID = machine, newUID
 	return c.p.invoke(ctx, call)
 }

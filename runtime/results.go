@@ -16,10 +16,11 @@ import (
 // The result documents of the methods (abi/SPEC.md §4.1), as an error
 // names them to the guest's author: what was expected, with an example.
 const (
-	docInstance    = `an Instance document, a JSON object such as {"id":"42","status":"running"} (SPEC §8.1)`
-	docMachineSpec = `a MachineSpec, the JSON object of the whole defaulted spec (SPEC §4.1)`
-	docCloudConfig = `a JSON object {"config": string, "name": string} (SPEC §4.1)`
-	docLabels      = `a JSON object of string to string such as {"size":"cx22"} (SPEC §4.1)`
+	docInstance      = `an Instance document, a JSON object such as {"id":"42","status":"running"} (SPEC §8.1)`
+	docMachineSpec   = `a MachineSpec, the JSON object of the whole defaulted spec (SPEC §4.1)`
+	docCloudConfig   = `a JSON object {"config": string, "name": string} (SPEC §4.1)`
+	docLabels        = `a JSON object of string to string such as {"size":"cx22"} (SPEC §4.1)`
+	docMetricSamples = `a JSON object {"metrics": [{"name", "type": "gauge"|"counter", "labels", "value", "help"}]} (SPEC §4.3)`
 )
 
 // refusedOutput is the error of a method whose output is optional when

@@ -118,8 +118,8 @@ func specRows() []specRow {
 				t.Errorf("%d instances discarded, want 1", d)
 			}
 		}},
-		{"§4", "a status above 4 is an invalid result and the instance is discarded",
-			badResult(abi.MethodValidate, scStatus5, true, "unknown status 5")},
+		{"§4", "IN_PROGRESS (5) from a method other than Delete is an invalid result and the instance is discarded",
+			badResult(abi.MethodValidate, scStatus5, true, "IN_PROGRESS (5), which only Delete may return")},
 		{"§4", "a negative status is an invalid result and the instance is discarded",
 			badResult(abi.MethodValidate, scStatusMinus1, true, "unknown status -1")},
 		{"§4", "TERMINAL with a reason not in machine-controller's list is an invalid result, the instance discarded",
@@ -237,16 +237,17 @@ func specRowsHostFunctions() []specRow {
 			}
 		}},
 		{"§6.1", "input: a part not in the table is INVALID, a part the method does not offer UNAVAILABLE, log_level offered everywhere", func(t *testing.T, h *specHost) {
-			// parts 0..7: none, machine, spec, provider_spec, userdata, new_uid, log_level, none
+			// parts 0..7: none, machine, spec, provider_spec, userdata,
+			// new_uid, log_level, machine_list (SetMetricsForMachines only)
 			want := map[abi.Method]string{
-				abi.MethodAddDefaults:          "-3 -5 0 0 -5 -5 0 -3",
-				abi.MethodValidate:             "-3 -5 0 0 -5 -5 0 -3",
-				abi.MethodGet:                  "-3 0 0 0 -5 -5 0 -3",
-				abi.MethodGetCloudConfig:       "-3 -5 0 0 -5 -5 0 -3",
-				abi.MethodCreate:               "-3 0 0 0 0 -5 0 -3",
-				abi.MethodDelete:               "-3 0 0 0 -5 -5 0 -3",
-				abi.MethodMachineMetricsLabels: "-3 0 0 0 -5 -5 0 -3",
-				abi.MethodMigrateUID:           "-3 0 0 0 -5 0 0 -3",
+				abi.MethodAddDefaults:          "-3 -5 0 0 -5 -5 0 -5",
+				abi.MethodValidate:             "-3 -5 0 0 -5 -5 0 -5",
+				abi.MethodGet:                  "-3 0 0 0 -5 -5 0 -5",
+				abi.MethodGetCloudConfig:       "-3 -5 0 0 -5 -5 0 -5",
+				abi.MethodCreate:               "-3 0 0 0 0 -5 0 -5",
+				abi.MethodDelete:               "-3 0 0 0 -5 -5 0 -5",
+				abi.MethodMachineMetricsLabels: "-3 0 0 0 -5 -5 0 -5",
+				abi.MethodMigrateUID:           "-3 0 0 0 -5 0 0 -5",
 			}
 			for _, m := range abi.Methods {
 				if got := h.report(t, h.all, m, scInputParts, nil); got != want[m] {

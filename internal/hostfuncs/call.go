@@ -10,7 +10,6 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -29,10 +28,14 @@ type Call struct {
 	// Spec is the MachineSpec argument (AddDefaults, Validate,
 	// GetCloudConfig); for the other methods it is nil and &Machine.Spec is
 	// used.
-	Spec     *clusterv1alpha1.MachineSpec
+	Spec *clusterv1alpha1.MachineSpec
+	// Machines is the MachineList argument of SetMetricsForMachines.
+	Machines *clusterv1alpha1.MachineList
 	Userdata string
 	NewUID   types.UID
-	Data     *cloud.MachineCreateDeleteData
+	// Data is the caller's host side of the data functions; nil offers
+	// none of them.
+	Data *Data
 
 	// Granted is what the guest declared, intersected with the policy.
 	Granted abi.Capability
@@ -53,7 +56,7 @@ type Call struct {
 	hostCtx    context.Context
 	cancelHost context.CancelFunc
 
-	inputs  [abi.InputLogLevel + 1][]byte
+	inputs  [abi.InputMachineList + 1][]byte
 	pending []byte
 
 	// What the caller handed in, before the guest could change it
@@ -152,7 +155,7 @@ func (c *Call) spec() *clusterv1alpha1.MachineSpec {
 // Input returns an input part, encoding it on first use. Parts are cached
 // for the call: a guest that asks twice pays once.
 func (c *Call) Input(part abi.Input) ([]byte, error) {
-	if part < abi.InputMachine || part > abi.InputLogLevel {
+	if part < abi.InputMachine || part > abi.InputMachineList {
 		return nil, errorf(abi.ErrnoInvalid, "unknown input part %d", int32(part))
 	}
 	if !offered(c.Method, part) {
@@ -203,6 +206,13 @@ func (c *Call) encodeInput(part abi.Input) ([]byte, error) {
 		return []byte(c.NewUID), nil
 	case abi.InputLogLevel:
 		return []byte(strconv.Itoa(int(c.minLogLevel()))), nil
+	case abi.InputMachineList:
+		if c.Machines == nil {
+			return nil, errorf(abi.ErrnoUnavailable, "no machine list in %s", c.Method)
+		}
+		list := *c.Machines
+		list.Kind, list.APIVersion = "MachineList", clusterv1alpha1.SchemeGroupVersion.String()
+		return marshal(&list)
 	}
 	return nil, errorf(abi.ErrnoInvalid, "unknown input part %d", part)
 }
@@ -296,7 +306,13 @@ func (c *Call) logger() *slog.Logger {
 		} else if s := c.spec(); s != nil && s.Name != "" {
 			attrs = append(attrs, slog.String("machine", s.Name))
 		}
-		c.log = c.Env.logger().With(attrs...)
+		base := c.Env.logger()
+		if c.Data != nil && c.Data.Logger != nil {
+			// The caller's logger (machine-controller's, with its own
+			// fields) does not know the provider.
+			base = c.Data.Logger.With(slog.String("provider", c.Env.Provider))
+		}
+		c.log = base.With(attrs...)
 	}
 	return c.log
 }

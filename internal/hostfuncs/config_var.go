@@ -9,8 +9,6 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
 	"github.com/wasmprov/wasmprov/cloud"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // configVar resolves a ConfigVarString or ConfigVarBool the way
@@ -108,34 +106,30 @@ func (c *Call) secretValue(ctx context.Context, ns, name, key string) (string, e
 	if err := c.referenced("secretKeyRef", ns, name, key); err != nil {
 		return "", err
 	}
-	if c.Env.ConfigVar.Client == nil {
+	o := c.objects()
+	if o == nil {
 		return "", errorf(abi.ErrnoUnavailable, "no Kubernetes client configured to read secret %s/%s", ns, name)
 	}
-	s, err := c.Env.ConfigVar.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	v, err := o.SecretKey(ctx, ns, name, key)
 	if err != nil {
-		return "", errorf(abi.ErrnoFailed, "error retrieving secret '%s' from namespace '%s': %v", name, ns, err)
+		return "", keyError("secret", ns, name, err)
 	}
-	if v, ok := s.Data[key]; ok {
-		return string(v), nil
-	}
-	return "", errorf(abi.ErrnoNotFound, "secret '%s' in namespace '%s' has no key '%s'", name, ns, key)
+	return v, nil
 }
 
 func (c *Call) configMapValue(ctx context.Context, ns, name, key string) (string, error) {
 	if err := c.referenced("configMapKeyRef", ns, name, key); err != nil {
 		return "", err
 	}
-	if c.Env.ConfigVar.Client == nil {
+	o := c.objects()
+	if o == nil {
 		return "", errorf(abi.ErrnoUnavailable, "no Kubernetes client configured to read configmap %s/%s", ns, name)
 	}
-	cm, err := c.Env.ConfigVar.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	v, err := o.ConfigMapKey(ctx, ns, name, key)
 	if err != nil {
-		return "", errorf(abi.ErrnoFailed, "error retrieving configmap '%s' from namespace '%s': %v", name, ns, err)
+		return "", keyError("configmap", ns, name, err)
 	}
-	if v, ok := cm.Data[key]; ok {
-		return v, nil
-	}
-	return "", errorf(abi.ErrnoNotFound, "configmap '%s' in namespace '%s' has no key '%s'", name, ns, key)
+	return v, nil
 }
 
 // referenced checks that a Secret or ConfigMap key may be read in this

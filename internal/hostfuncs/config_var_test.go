@@ -146,7 +146,7 @@ func TestConfigVarReadsOnlyTheCallersReferences(t *testing.T) {
 	calls := 0
 	c := updateCall(t, m, &calls)
 	c.Env.ConfigVar.Client = client
-	c.Data.Updater = func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
+	c.Data.Update = func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 		// The caller's Machine changed in place, and so did the copy.
 		cur.Spec.ProviderSpec.Value.Raw = []byte(`{"cloudProviderSpec":{"token":` + mine + `,"other":` + admin + `}}`)
 		next := cur.DeepCopy()

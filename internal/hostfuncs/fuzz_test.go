@@ -19,7 +19,6 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -201,7 +200,7 @@ func FuzzMachineUpdate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, req []byte) {
 		c := NewCall(context.Background(), env, abi.MethodCreate, abi.CapMachineUpdate)
 		c.Machine = fuzzMachine()
-		c.Data = &cloud.MachineCreateDeleteData{Updater: func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
+		c.Data = &Data{Update: func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 			m := cur.DeepCopy()
 			modify(m)
 			return m, nil
@@ -225,7 +224,7 @@ func FuzzPVList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, req []byte) {
 		c := NewCall(context.Background(), env, abi.MethodCreate, abi.CapPVList)
 		c.Machine = fuzzMachine()
-		c.Data = &cloud.MachineCreateDeleteData{PVLister: lister}
+		c.Data = &Data{ListPVs: listPVs(lister)}
 		out, err := c.Invoke(abi.ImportPVList, req)
 		checkResult(t, out, err)
 		_ = labels.Everything()

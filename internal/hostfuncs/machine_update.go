@@ -21,7 +21,7 @@ import (
 // The change is validated against the current Machine first: the updater's
 // callback cannot fail, so a bad patch must be caught before it runs.
 func machineUpdate(_ context.Context, c *Call, req []byte) ([]byte, error) {
-	if c.Data == nil || c.Data.Updater == nil || c.Machine == nil {
+	if c.Data == nil || c.Data.Update == nil || c.Machine == nil {
 		return nil, errorf(abi.ErrnoUnavailable, "machine_update is only available in Create and Delete with an updater")
 	}
 	// What config_var may read is fixed before the Machine changes: the
@@ -34,7 +34,7 @@ func machineUpdate(_ context.Context, c *Call, req []byte) ([]byte, error) {
 	if _, err := updated(c.Machine, u); err != nil {
 		return nil, err
 	}
-	next, err := c.Data.Updater(c.Machine, func(m *clusterv1alpha1.Machine) {
+	next, err := c.Data.Update(c.Machine, func(m *clusterv1alpha1.Machine) {
 		// Checked above; should the fresh copy differ so that the change no
 		// longer applies, m stays as it is: the safe answer, as the
 		// callback cannot fail.

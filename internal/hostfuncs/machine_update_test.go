@@ -8,7 +8,6 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -18,7 +17,7 @@ func updateCall(t *testing.T, m *clusterv1alpha1.Machine, calls *int) *Call {
 	c := testCall(t, &Env{}, abi.MethodCreate, `{}`)
 	c.Spec = nil
 	c.Machine = m
-	c.Data = &cloud.MachineCreateDeleteData{Updater: func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
+	c.Data = &Data{Update: func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 		*calls++
 		next := cur.DeepCopy()
 		modify(next)

@@ -10,10 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// pvList lists PersistentVolumes through data.PVLister (an informer-backed
-// lister in machine-controller) and returns a PersistentVolumeList.
+// pvList lists PersistentVolumes through the caller's Data.ListPVs (an
+// informer-backed lister, or a controller-runtime client's cached List) and
+// returns a PersistentVolumeList.
 func pvList(_ context.Context, c *Call, req []byte) ([]byte, error) {
-	if c.Data == nil || c.Data.PVLister == nil {
+	if c.Data == nil || c.Data.ListPVs == nil {
 		return nil, errorf(abi.ErrnoUnavailable, "pv_list is only available in Create and Delete with a PV lister")
 	}
 	var r abi.PVListRequest
@@ -26,14 +27,12 @@ func pvList(_ context.Context, c *Call, req []byte) ([]byte, error) {
 	if err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "invalid label selector %q: %v", r.LabelSelector, err)
 	}
-	pvs, err := c.Data.PVLister.List(sel)
+	pvs, err := c.Data.ListPVs(c.blocking(), sel)
 	if err != nil {
 		return nil, errorf(abi.ErrnoFailed, "listing persistent volumes: %v", err)
 	}
 	list := corev1.PersistentVolumeList{Items: make([]corev1.PersistentVolume, 0, len(pvs))}
 	list.Kind, list.APIVersion = "PersistentVolumeList", "v1"
-	for _, pv := range pvs {
-		list.Items = append(list.Items, *pv)
-	}
+	list.Items = append(list.Items, pvs...)
 	return json.Marshal(&list)
 }

@@ -28,18 +28,15 @@ type provider = cloud.Provider
 // cloud.WithoutContext over the context-aware view: they run with
 // context.Background(), and each version's policy bounds the call.
 type Handle struct {
-	provider // cloud.WithoutContext(handleContext{h}, nil)
+	provider // cloud.WithoutContext(h.ContextProvider(), nil)
 	e        *entry
 }
 
-var (
-	_ cloud.Provider        = (*Handle)(nil)
-	_ cloud.ContextProvider = handleContext{}
-)
+var _ cloud.Provider = (*Handle)(nil)
 
 func newHandle(e *entry) *Handle {
 	h := &Handle{e: e}
-	h.provider = cloud.WithoutContext(handleContext{h}, nil)
+	h.provider = cloud.WithoutContext(h.ContextProvider(), nil)
 	return h
 }
 
@@ -59,18 +56,33 @@ func (h *Handle) SHA256() string {
 }
 
 // ContextProvider returns the handle as a cloud.ContextProvider.
-func (h *Handle) ContextProvider() cloud.ContextProvider { return handleContext{h} }
+func (h *Handle) ContextProvider() cloud.ContextProvider { return runtime.SeedProvider(handleCalls{h}) }
+
+// Calls returns the handle in the contract-neutral form (runtime.Calls)
+// that package cloudprovider adapts to machine-controller's current
+// contract. Like every view of the handle, it follows reloads.
+func (h *Handle) Calls() runtime.Calls { return handleCalls{h} }
+
+// MetricSamples returns the samples of the serving version's last
+// SetMetricsForMachines (runtime.Provider.MetricSamples): after a reload,
+// none until the next call.
+func (h *Handle) MetricSamples() []runtime.MetricSample {
+	if p := h.e.cur.Load(); p != nil {
+		return p.MetricSamples()
+	}
+	return nil
+}
 
 // route runs fn on the current version, again on the next one if the
 // version it got was closed by a swap before the call could start.
-func (h *Handle) route(ctx context.Context, m abi.Method, fn func(cloud.ContextProvider) error) error {
+func (h *Handle) route(ctx context.Context, m abi.Method, fn func(runtime.Calls) error) error {
 	for {
 		p := h.e.cur.Load()
 		if p == nil {
 			return &runtime.CallError{Provider: h.e.name, Method: m, Class: runtime.ClassTransient,
 				Err: fmt.Errorf("%w: %q", ErrProviderNotFound, h.e.name)}
 		}
-		err := fn(p.ContextProvider())
+		err := fn(p.Calls())
 		if err == nil || !errors.Is(err, runtime.ErrProviderClosed) || ctx.Err() != nil {
 			return err
 		}
@@ -80,59 +92,71 @@ func (h *Handle) route(ctx context.Context, m abi.Method, fn func(cloud.ContextP
 	}
 }
 
-// handleContext is the context-aware Handle: each method routes to the
+// handleCalls is the Handle's runtime.Calls: each method routes to the
 // serving version.
-type handleContext struct{ h *Handle }
+type handleCalls struct{ h *Handle }
 
-func (c handleContext) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec) (out clusterv1alpha1.MachineSpec, err error) {
+var _ runtime.Calls = handleCalls{}
+
+func (c handleCalls) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *runtime.CallData) (out clusterv1alpha1.MachineSpec, err error) {
 	out = spec
-	err = c.h.route(ctx, abi.MethodAddDefaults, func(p cloud.ContextProvider) (err error) {
-		out, err = p.AddDefaults(ctx, spec)
+	err = c.h.route(ctx, abi.MethodAddDefaults, func(p runtime.Calls) (err error) {
+		out, err = p.AddDefaults(ctx, spec, data)
 		return err
 	})
 	return out, err
 }
 
-func (c handleContext) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec) error {
-	return c.h.route(ctx, abi.MethodValidate, func(p cloud.ContextProvider) error { return p.Validate(ctx, spec) })
+func (c handleCalls) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *runtime.CallData) error {
+	return c.h.route(ctx, abi.MethodValidate, func(p runtime.Calls) error { return p.Validate(ctx, spec, data) })
 }
 
-func (c handleContext) Get(ctx context.Context, machine *clusterv1alpha1.Machine) (out instance.Instance, err error) {
-	err = c.h.route(ctx, abi.MethodGet, func(p cloud.ContextProvider) (err error) {
-		out, err = p.Get(ctx, machine)
+func (c handleCalls) Get(ctx context.Context, machine *clusterv1alpha1.Machine, data *runtime.CallData) (out instance.Instance, err error) {
+	err = c.h.route(ctx, abi.MethodGet, func(p runtime.Calls) (err error) {
+		out, err = p.Get(ctx, machine, data)
 		return err
 	})
 	return out, err
 }
 
-func (c handleContext) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec) (config, name string, err error) {
-	err = c.h.route(ctx, abi.MethodGetCloudConfig, func(p cloud.ContextProvider) (err error) {
-		config, name, err = p.GetCloudConfig(ctx, spec)
+func (c handleCalls) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *runtime.CallData) (config, name string, err error) {
+	err = c.h.route(ctx, abi.MethodGetCloudConfig, func(p runtime.Calls) (err error) {
+		config, name, err = p.GetCloudConfig(ctx, spec, data)
 		return err
 	})
 	return config, name, err
 }
 
-func (c handleContext) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData, userdata string) (out instance.Instance, err error) {
-	err = c.h.route(ctx, abi.MethodCreate, func(p cloud.ContextProvider) (err error) {
+func (c handleCalls) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *runtime.CallData, userdata string) (out instance.Instance, err error) {
+	err = c.h.route(ctx, abi.MethodCreate, func(p runtime.Calls) (err error) {
 		out, err = p.Create(ctx, machine, data, userdata)
 		return err
 	})
 	return out, err
 }
 
-func (c handleContext) Delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
-	return c.h.route(ctx, abi.MethodDelete, func(p cloud.ContextProvider) error { return p.Delete(ctx, machine, data) })
+func (c handleCalls) Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, data *runtime.CallData) (done bool, err error) {
+	err = c.h.route(ctx, abi.MethodDelete, func(p runtime.Calls) (err error) {
+		done, err = p.Cleanup(ctx, machine, data)
+		return err
+	})
+	return done, err
 }
 
-func (c handleContext) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine) (out map[string]string, err error) {
-	err = c.h.route(ctx, abi.MethodMachineMetricsLabels, func(p cloud.ContextProvider) (err error) {
-		out, err = p.MachineMetricsLabels(ctx, machine)
+func (c handleCalls) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine, data *runtime.CallData) (out map[string]string, err error) {
+	err = c.h.route(ctx, abi.MethodMachineMetricsLabels, func(p runtime.Calls) (err error) {
+		out, err = p.MachineMetricsLabels(ctx, machine, data)
 		return err
 	})
 	return out, err
 }
 
-func (c handleContext) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID) error {
-	return c.h.route(ctx, abi.MethodMigrateUID, func(p cloud.ContextProvider) error { return p.MigrateUID(ctx, machine, newUID) })
+func (c handleCalls) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID, data *runtime.CallData) error {
+	return c.h.route(ctx, abi.MethodMigrateUID, func(p runtime.Calls) error { return p.MigrateUID(ctx, machine, newUID, data) })
+}
+
+func (c handleCalls) SetMetricsForMachines(ctx context.Context, machines clusterv1alpha1.MachineList, data *runtime.CallData) error {
+	return c.h.route(ctx, abi.MethodSetMetricsForMachines, func(p runtime.Calls) error {
+		return p.SetMetricsForMachines(ctx, machines, data)
+	})
 }

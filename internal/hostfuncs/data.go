@@ -1,0 +1,85 @@
+package hostfuncs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/cloud"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Data is the host side of one call's data functions, given by the
+// caller: runtime.CallData in the form the host functions use. Every field
+// may be nil; see runtime.CallData for what nil means.
+type Data struct {
+	Update  cloud.MachineUpdater
+	ListPVs func(ctx context.Context, selector labels.Selector) ([]corev1.PersistentVolume, error)
+	Objects ObjectReader
+	Logger  *slog.Logger
+}
+
+// ObjectReader reads one key of a Secret or ConfigMap for config_var.
+type ObjectReader interface {
+	SecretKey(ctx context.Context, namespace, name, key string) (string, error)
+	ConfigMapKey(ctx context.Context, namespace, name, key string) (string, error)
+}
+
+// ErrKeyNotFound is wrapped by an ObjectReader whose object exists
+// without the key asked for.
+var ErrKeyNotFound = errors.New("key not found")
+
+// ClientObjects reads Secrets and ConfigMaps through a clientset.
+type ClientObjects struct{ Client kubernetes.Interface }
+
+// SecretKey implements ObjectReader.
+func (o ClientObjects) SecretKey(ctx context.Context, ns, name, key string) (string, error) {
+	s, err := o.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if v, ok := s.Data[key]; ok {
+		return string(v), nil
+	}
+	return "", fmt.Errorf("secret '%s' in namespace '%s' has no key '%s': %w", name, ns, key, ErrKeyNotFound)
+}
+
+// ConfigMapKey implements ObjectReader.
+func (o ClientObjects) ConfigMapKey(ctx context.Context, ns, name, key string) (string, error) {
+	cm, err := o.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if v, ok := cm.Data[key]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("configmap '%s' in namespace '%s' has no key '%s': %w", name, ns, key, ErrKeyNotFound)
+}
+
+// objects returns the reader config_var uses in this call: the caller's,
+// else one over the provider's clientset, else nil.
+func (c *Call) objects() ObjectReader {
+	if c.Data != nil && c.Data.Objects != nil {
+		return c.Data.Objects
+	}
+	if c.Env.ConfigVar.Client != nil {
+		return ClientObjects{c.Env.ConfigVar.Client}
+	}
+	return nil
+}
+
+// keyError maps an ObjectReader error onto config_var's errnos: a missing
+// key is NOT_FOUND; a missing object or anything else is FAILED, worded
+// as machine-controller's resolver words it.
+func keyError(kind, ns, name string, err error) error {
+	if errors.Is(err, ErrKeyNotFound) {
+		return errorf(abi.ErrnoNotFound, "%v", err)
+	}
+	return errorf(abi.ErrnoFailed, "error retrieving %s '%s' from namespace '%s': %v", kind, name, ns, err)
+}
