@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -120,6 +121,28 @@ func specRows() []specRow {
 		}},
 		{"§4", "IN_PROGRESS (5) from a method other than Delete is an invalid result and the instance is discarded",
 			badResult(abi.MethodValidate, scStatus5, true, "IN_PROGRESS (5), which only Delete may return")},
+		{"§4", "IN_PROGRESS from Delete of a module not declaring async_delete is an invalid result and the instance is discarded",
+			badResult(abi.MethodDelete, scStatus5, true, "does not declare the async_delete capability")},
+		{"§4.3", "a SetMetricsForMachines result replaces the samples whole; a refused one leaves none", func(t *testing.T, _ *specHost) {
+			out := `{"metrics":[{"name":"a","type":"gauge","value":1},{"name":"b","type":"gauge","value":2}]}`
+			var input []byte
+			p := metricsProvider(t, &out, &input)
+			calls := p.Calls()
+			if err := calls.SetMetricsForMachines(context.Background(), machineList("m"), nil); err != nil || len(p.MetricSamples()) != 2 {
+				t.Fatalf("first result: %v, %d samples", err, len(p.MetricSamples()))
+			}
+			out = `{"metrics":[{"name":"c","type":"counter","value":3}]}`
+			if err := calls.SetMetricsForMachines(context.Background(), machineList("m"), nil); err != nil {
+				t.Fatal(err)
+			}
+			if s := p.MetricSamples(); len(s) != 1 || s[0].Name != "c" {
+				t.Errorf("second result did not replace the first: %v", s)
+			}
+			out = `{"metrics":[{"name":"c","type":"counter","value":-3}]}`
+			if err := calls.SetMetricsForMachines(context.Background(), machineList("m"), nil); err == nil || p.MetricSamples() != nil {
+				t.Errorf("refused result: err=%v samples=%v, want an error and none", err, p.MetricSamples())
+			}
+		}},
 		{"§4", "a negative status is an invalid result and the instance is discarded",
 			badResult(abi.MethodValidate, scStatusMinus1, true, "unknown status -1")},
 		{"§4", "TERMINAL with a reason not in machine-controller's list is an invalid result, the instance discarded",

@@ -173,6 +173,11 @@ func providerModule(caps uint64, bodies map[string][]byte, imports ...genImport)
 		}
 		m.funcs = append(m.funcs, genFunc{export: meth.Export(), results: i32, body: body})
 	}
+	for _, meth := range abi.OptionalMethods {
+		if body, ok := bodies[meth.Export()]; ok {
+			m.funcs = append(m.funcs, genFunc{export: meth.Export(), results: i32, body: body})
+		}
+	}
 	return m
 }
 

@@ -1,0 +1,149 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmprov/wasmprov/abi"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
+	"github.com/wasmprov/wasmprov/runtime"
+)
+
+// IN_PROGRESS (abi/SPEC.md §4) is Cleanup's "not finished yet": a result,
+// not an error, but only from Delete of a module that said it would send
+// it.
+
+func TestCleanupInProgressFromWasm(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	inProgress := map[string][]byte{abi.MethodDelete.Export(): {opI32Const, byte(abi.StatusInProgress)}}
+	m := newMachine("worker-1", "u-1", map[string]any{})
+
+	declared, err := rt.LoadBytes(ctx, "async", providerModule(uint64(abi.CapAsyncDelete), inProgress).bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !declared.Granted().Has(abi.CapAsyncDelete) {
+		t.Fatalf("async_delete not granted: %v", declared.Granted().Names())
+	}
+	for i := range 3 {
+		var done bool
+		d := discarded(declared, func() { done, err = declared.Calls().Cleanup(ctx, m, nil) })
+		if err != nil || done {
+			t.Fatalf("call %d: Cleanup = %v, %v; want false, nil", i, done, err)
+		}
+		if d != 0 {
+			t.Fatalf("call %d: an IN_PROGRESS answer discarded the instance", i)
+		}
+	}
+	// The seed's Delete has no "not finished": a retriable error.
+	err = declared.ContextProvider().Delete(ctx, m, nil)
+	expectCallError(t, err, runtime.ClassTransient, runtime.ErrDeletionInProgress)
+
+	// Without the bit, 5 is a lie about the protocol, not progress.
+	undeclared, err := rt.LoadBytes(ctx, "sync", providerModule(0, inProgress).bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done bool
+	d := discarded(undeclared, func() { done, err = undeclared.Calls().Cleanup(ctx, m, nil) })
+	expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "does not declare the async_delete capability")
+	if done || d != 1 {
+		t.Errorf("undeclared IN_PROGRESS: done=%v discarded=%d, want false and 1", done, d)
+	}
+}
+
+func TestAsyncDeleteIsGrantedDespitePolicy(t *testing.T) {
+	// A policy lists what a module may use; async_delete is how it speaks,
+	// so a policy granting nothing still grants it.
+	rt := newRuntime(t)
+	m := providerModule(uint64(abi.CapAsyncDelete|abi.CapHTTP), nil)
+	p, err := rt.LoadBytes(context.Background(), "granted", m.bytes(), runtime.WithPolicy(runtime.Policy{Capabilities: []string{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Granted(); got != abi.CapAsyncDelete {
+		t.Errorf("granted %v, want only async_delete", got.Names())
+	}
+}
+
+// stagedDelete is a native provider whose Delete reports IN_PROGRESS
+// until it has been called `after` times, with a message and retry hint.
+func stagedDelete(after int, calls *int) runtime.NativeFunc {
+	return func(_ context.Context, h runtime.NativeHost, m abi.Method) abi.Status {
+		if m != abi.MethodDelete {
+			return abi.StatusOK
+		}
+		*calls++
+		switch {
+		case *calls < after:
+			h.SetError("", "server 7 is being deleted", 1500)
+			return abi.StatusInProgress
+		case *calls == after:
+			return abi.StatusOK
+		}
+		h.SetError("", "gone", 0)
+		return abi.StatusNotFound
+	}
+}
+
+func TestCleanupAcrossCalls(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	var calls int
+	p, err := rt.LoadFunc("staged", abi.CapAsyncDelete, stagedDelete(3, &calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMachine("worker-1", "u-1", map[string]any{})
+	var got []bool
+	for range 4 {
+		done, err := p.Calls().Cleanup(ctx, m, nil)
+		if err != nil {
+			t.Fatalf("Cleanup: %v", err)
+		}
+		got = append(got, done)
+	}
+	// false, false, then OK: done; then NOT_FOUND: nothing left, done.
+	if want := []bool{false, false, true, true}; !slices.Equal(got, want) {
+		t.Errorf("Cleanup answered %v, want %v", got, want)
+	}
+
+	// The seed's Delete keeps the guest's note and retry hint.
+	calls = 0
+	err = p.ContextProvider().Delete(ctx, m, nil)
+	if !errors.Is(err, runtime.ErrDeletionInProgress) {
+		t.Fatalf("seed Delete: %v, want ErrDeletionInProgress", err)
+	}
+	var retry *cloudprovidererrors.RetryableError
+	if !errors.As(err, &retry) || retry.RetryAfter != 1500*time.Millisecond {
+		t.Errorf("seed Delete: %v, want a retry hint of 1.5s", err)
+	}
+	if want := "server 7 is being deleted"; !strings.Contains(err.Error(), want) {
+		t.Errorf("seed Delete: %q lacks the guest's note %q", err, want)
+	}
+}
+
+func TestCallObserverSeesProgressAsSuccess(t *testing.T) {
+	var observed []error
+	rt := newRuntime(t, runtime.WithCallObserver(func(_ string, m abi.Method, _ time.Duration, err error) {
+		if m == abi.MethodDelete {
+			observed = append(observed, err)
+		}
+	}))
+	var calls int
+	p, err := rt.LoadFunc("staged", abi.CapAsyncDelete, stagedDelete(2, &calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := p.Calls().Cleanup(context.Background(), newMachine("w", "u", map[string]any{}), nil); done || err != nil {
+		t.Fatalf("Cleanup = %v, %v", done, err)
+	}
+	if len(observed) != 1 || observed[0] != nil {
+		t.Errorf("observer saw %v, want one nil: progress is not a failed call", observed)
+	}
+}
