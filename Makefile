@@ -70,7 +70,7 @@ conformance: cli guests c-guests
 # drive guests (conformance, the examples, the CLI) and the instrumenter
 # (a single-threaded byte rewriter whose tests run guests for seconds) run
 # without it, which cuts their time several-fold. Together they are ./...
-RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./controller/... ./guests/... ./internal/hostfuncs \
+RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./cloudprovider/... ./controller/... ./guests/... ./internal/hostfuncs \
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 \
 	./runtime/internal/wasmbin
@@ -88,7 +88,7 @@ test: debian-packages fmt-check vet
 	$(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
 
 ## test-wasmtime: the guest-driving suites again on the wasmtime engine (cgo, build tag wasmtime)
-WASMTIME_PKGS := ./runtime/... ./internal/hostfuncs ./conformance/... ./examples/... ./cmd/...
+WASMTIME_PKGS := ./runtime/... ./cloudprovider/... ./internal/hostfuncs ./conformance/... ./examples/... ./cmd/...
 test-wasmtime: debian-packages
 	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./internal/hostfuncs
 	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m $(WASMTIME_PKGS)

@@ -1,0 +1,34 @@
+// Package cloudprovider serves a wasmprov provider as machine-controller's
+// current provider contract (package cloudprovider/types, upstream's
+// pkg/cloudprovider/types): a context and a zap logger on the methods,
+// ProviderData with a controller-runtime client, Cleanup that may say
+// "not finished yet", and SetMetricsForMachines.
+//
+//	p, _ := rt.Load(ctx, wasm, runtime.WithName("hetzner"))
+//	var current cloudprovidertypes.Provider = cloudprovider.New(p.Calls())
+//	var seed cloud.Provider = p // the same module, pool and policy
+//
+// One Go type cannot be both: the two contracts have methods of the same
+// names with different signatures. So the seed's view is the runtime's
+// Provider itself and the current one is this package's adapter over the
+// Provider's Calls — or over a registry Handle's, which follows reloads.
+//
+// What each argument becomes on the host side (runtime.CallData):
+//
+//   - the *zap.SugaredLogger receives the guest's log records of the call
+//     and the host's lines about it, with its own fields and the provider's
+//     name, method and Machine added; nil falls back to the runtime's
+//     logger.
+//   - ProviderData.Client reads the Secrets and ConfigMaps config_var
+//     resolves (only those the Machine references; the host decides) and
+//     lists PersistentVolumes for pv_list. Nil, or a nil ProviderData:
+//     Secrets and ConfigMaps come from WithObjectReader's reader, else the
+//     runtime's Kubernetes client, and pv_list answers UNAVAILABLE.
+//   - ProviderData.Update persists machine_update's changes; like
+//     upstream's updater it updates the Machine it is given in place. Nil:
+//     machine_update answers UNAVAILABLE.
+//   - ProviderData.Ctx is not used: each method's ctx bounds the call.
+//     Methods without one (AddDefaults, MachineMetricsLabels,
+//     SetMetricsForMachines) run under context.Background and the policy's
+//     call timeout.
+package cloudprovider
