@@ -3,14 +3,19 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/runtime"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // IN_PROGRESS (abi/SPEC.md §4) is Cleanup's "not finished yet": a result,
@@ -146,4 +151,76 @@ func TestCallObserverSeesProgressAsSuccess(t *testing.T) {
 	if len(observed) != 1 || observed[0] != nil {
 		t.Errorf("observer saw %v, want one nil: progress is not a failed call", observed)
 	}
+}
+
+// TestDataFunctionsOnlyInCreateAndDelete: the current contract hands
+// ProviderData to Get as well, and CallData can be given to any method;
+// machine_update and pv_list stay Create and Delete only (SPEC §6.3), as
+// the seed interface had it, whatever the caller passes.
+func TestDataFunctionsOnlyInCreateAndDelete(t *testing.T) {
+	ctx := context.Background()
+	updates, lists := 0, 0
+	data := &runtime.CallData{
+		Update: func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
+			updates++
+			modify(m)
+			return m, nil
+		},
+		ListPersistentVolumes: func(context.Context, labels.Selector) ([]corev1.PersistentVolume, error) {
+			lists++
+			return nil, nil
+		},
+	}
+	got := map[abi.Method]string{}
+	p, err := newRuntime(t).LoadFunc("data", abi.CapMachineUpdate|abi.CapPVList, func(_ context.Context, h runtime.NativeHost, m abi.Method) abi.Status {
+		_, uerr := h.Call(abi.ImportMachineUpdate, []byte(`{"addFinalizers":["x"]}`))
+		_, lerr := h.Call(abi.ImportPVList, []byte(`{}`))
+		got[m] = fmt.Sprint(errnoOf(uerr), " ", errnoOf(lerr))
+		if m == abi.MethodGet || m == abi.MethodCreate {
+			h.Output([]byte(`{"name":"w","id":"1","status":"running"}`))
+		}
+		return abi.StatusOK
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMachine("w", "u", map[string]any{})
+	c := p.Calls()
+	if _, err := c.Get(ctx, m, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MigrateUID(ctx, m, "u2", data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, m, data, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cleanup(ctx, m, data); err != nil {
+		t.Fatal(err)
+	}
+	want := map[abi.Method]string{
+		abi.MethodGet:        "unavailable unavailable",
+		abi.MethodMigrateUID: "unavailable unavailable",
+		abi.MethodCreate:     "ok ok",
+		abi.MethodDelete:     "ok ok",
+	}
+	for meth, w := range want {
+		if got[meth] != w {
+			t.Errorf("%s: machine_update, pv_list = %s, want %s", meth, got[meth], w)
+		}
+	}
+	if updates != 2 || lists != 2 {
+		t.Errorf("backends reached %d updates, %d lists; want 2 each (Create and Delete)", updates, lists)
+	}
+}
+
+func errnoOf(err error) string {
+	var he *runtime.HostError
+	if err == nil {
+		return "ok"
+	}
+	if errors.As(err, &he) {
+		return he.Errno.String()
+	}
+	return err.Error()
 }

@@ -112,7 +112,7 @@ func TestInputsPerMethod(t *testing.T) {
 	if b, err := c.Input(abi.InputProviderSpec); err != nil || string(b) != `{"a":1}` {
 		t.Fatalf("provider spec: %q, %v", b, err)
 	}
-	for _, part := range []abi.Input{abi.InputMachine, abi.InputUserdata, abi.InputNewUID} {
+	for _, part := range []abi.Input{abi.InputMachine, abi.InputUserdata, abi.InputNewUID, abi.InputMachineList} {
 		var he *Error
 		if _, err := c.Input(part); !errors.As(err, &he) || he.Errno != abi.ErrnoUnavailable {
 			t.Errorf("Validate offered %s: %v", part, err)
@@ -120,7 +120,7 @@ func TestInputsPerMethod(t *testing.T) {
 	}
 	// A part no method has is a bad argument, not an unavailable one
 	// (abi/SPEC.md §5.3).
-	for _, part := range []abi.Input{0, 7, 99, -1} {
+	for _, part := range []abi.Input{0, 8, 99, -1} {
 		var he *Error
 		if _, err := c.Input(part); !errors.As(err, &he) || he.Errno != abi.ErrnoInvalid {
 			t.Errorf("unknown part %d: want ErrnoInvalid, got %v", part, err)

@@ -83,3 +83,12 @@ func keyError(kind, ns, name string, err error) error {
 	}
 	return errorf(abi.ErrnoFailed, "error retrieving %s '%s' from namespace '%s': %v", kind, name, ns, err)
 }
+
+// createOrDelete reports whether the call may write its Machine and list
+// PersistentVolumes (SPEC §6.3). The method decides, not the caller's
+// Data: machine-controller's current contract passes ProviderData to Get
+// too, and a provider must not change a Machine while it is only being
+// looked at.
+func (c *Call) createOrDelete() bool {
+	return c.Method == abi.MethodCreate || c.Method == abi.MethodDelete
+}

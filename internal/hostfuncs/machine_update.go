@@ -21,7 +21,7 @@ import (
 // The change is validated against the current Machine first: the updater's
 // callback cannot fail, so a bad patch must be caught before it runs.
 func machineUpdate(_ context.Context, c *Call, req []byte) ([]byte, error) {
-	if c.Data == nil || c.Data.Update == nil || c.Machine == nil {
+	if !c.createOrDelete() || c.Data == nil || c.Data.Update == nil || c.Machine == nil {
 		return nil, errorf(abi.ErrnoUnavailable, "machine_update is only available in Create and Delete with an updater")
 	}
 	// What config_var may read is fixed before the Machine changes: the

@@ -14,7 +14,7 @@ import (
 // informer-backed lister, or a controller-runtime client's cached List) and
 // returns a PersistentVolumeList.
 func pvList(_ context.Context, c *Call, req []byte) ([]byte, error) {
-	if c.Data == nil || c.Data.ListPVs == nil {
+	if !c.createOrDelete() || c.Data == nil || c.Data.ListPVs == nil {
 		return nil, errorf(abi.ErrnoUnavailable, "pv_list is only available in Create and Delete with a PV lister")
 	}
 	var r abi.PVListRequest
