@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 )
@@ -69,7 +70,7 @@ func benchWazero(b *testing.B, closeOnDone bool) {
 		WithCloseOnContextDone(closeOnDone))
 	defer wr.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, wr)
-	if _, err := hostfuncs.Instantiate(ctx, wr); err != nil {
+	if _, err := wazerohost.Instantiate(ctx, wr); err != nil {
 		b.Fatal(err)
 	}
 	compiled, err := wr.CompileModule(ctx, wasm)

@@ -14,6 +14,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
 )
 
 type noResolver struct{}
@@ -39,7 +40,7 @@ func FuzzHostFunctionArgs(f *testing.F) {
 	ctx := context.Background()
 	r := wazero.NewRuntime(ctx)
 	f.Cleanup(func() { r.Close(ctx) })
-	if _, err := hostfuncs.Instantiate(ctx, r); err != nil {
+	if _, err := wazerohost.Instantiate(ctx, r); err != nil {
 		f.Fatal(err)
 	}
 	mod, err := r.Instantiate(ctx, maliciousFixture(f, "trampolines"))

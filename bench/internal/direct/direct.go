@@ -15,6 +15,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
 )
 
 // Module is a compiled guest.
@@ -34,7 +35,7 @@ func Compile(ctx context.Context, path string, interruptible bool) (*Module, err
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		return nil, err
 	}
-	if _, err := hostfuncs.Instantiate(ctx, rt); err != nil {
+	if _, err := wazerohost.Instantiate(ctx, rt); err != nil {
 		return nil, err
 	}
 	c, err := rt.CompileModule(ctx, wasm)

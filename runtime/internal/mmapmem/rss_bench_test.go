@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime/internal/mmapmem"
 )
@@ -72,7 +72,7 @@ func BenchmarkRSSPerInstance(b *testing.B) {
 				WithCloseOnContextDone(false))
 			defer wr.Close(ctx)
 			wasi_snapshot_preview1.MustInstantiate(ctx, wr)
-			if _, err := hostfuncs.Instantiate(ctx, wr); err != nil {
+			if _, err := wazerohost.Instantiate(ctx, wr); err != nil {
 				b.Fatal(err)
 			}
 			compiled, err := wr.CompileModule(ctx, wasm)

@@ -205,7 +205,7 @@ func bindWASI(ctx context.Context, wr wazero.Runtime) error {
 
 // bindHostFunctions defines the wasmprov_v1 host module of fns (the
 // wazero binding of hostfuncs.Functions, with the interrupt check). The
-// host functions get the caller's context, as hostfuncs.Instantiate gives
+// host functions get the caller's context, as wazerohost.Instantiate gives
 // them.
 func bindHostFunctions(ctx context.Context, wr wazero.Runtime, fns []hostfuncs.Function) error {
 	b := wr.NewHostModuleBuilder(abi.ModuleName)

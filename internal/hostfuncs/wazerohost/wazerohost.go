@@ -1,4 +1,8 @@
-package hostfuncs
+// Package wazerohost binds the wasmprov_v1 host functions
+// (internal/hostfuncs) into a plain wazero runtime, for benchmarks and
+// tests that drive wazero directly instead of through the runtime's
+// engine. It is apart from hostfuncs so that package stays engine-free.
+package wazerohost
 
 import (
 	"context"
@@ -7,17 +11,19 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 )
 
 // Instantiate defines the wasmprov_v1 host module in a wazero runtime. Call
 // it once per runtime, before instantiating guests. It is the wazero binding
-// of Functions; other engines bind the same table their own way.
+// of hostfuncs.Functions; the runtime's engines bind the same table their
+// own way.
 func Instantiate(ctx context.Context, r wazero.Runtime) (api.Module, error) {
-	return InstantiateFunctions(ctx, r, Functions())
+	return InstantiateFunctions(ctx, r, hostfuncs.Functions())
 }
 
 // InstantiateFunctions defines a wasmprov_v1 host module of fns in r.
-func InstantiateFunctions(ctx context.Context, r wazero.Runtime, fns []Function) (api.Module, error) {
+func InstantiateFunctions(ctx context.Context, r wazero.Runtime, fns []hostfuncs.Function) (api.Module, error) {
 	b := r.NewHostModuleBuilder(abi.ModuleName)
 	for _, f := range fns {
 		fn := f.Fn

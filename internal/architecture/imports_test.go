@@ -1,0 +1,61 @@
+package architecture_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/wasmprov/wasmprov/internal/testguest"
+)
+
+const mod = "github.com/wasmprov/wasmprov/"
+
+// deps lists the transitive imports of pkg (a path under the module).
+func deps(t *testing.T, pkg string, tags ...string) []string {
+	t.Helper()
+	args := []string{"list", "-deps"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, "./"+pkg)...)
+	cmd.Dir = testguest.Root()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./%s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestImportInvariants: the rules of docs/ARCHITECTURE.md, "Who imports
+// whom". A rule broken here is a design change: change the document with
+// the code, or the code back.
+func TestImportInvariants(t *testing.T) {
+	for _, rule := range []struct {
+		pkg, why string
+		tags     []string
+		banned   []string
+	}{
+		{pkg: "runtime", why: "the host never links the guest SDK, nor the current contract's zap and controller-runtime",
+			banned: []string{mod + "guests/", "go.uber.org/zap", "sigs.k8s.io/controller-runtime", mod + "runtime/registry", mod + "cloudprovider"}},
+		{pkg: "runtime", tags: []string{"wasmtime"}, why: "the same with the wasmtime engine", banned: []string{mod + "guests/", "go.uber.org/zap"}},
+		{pkg: "runtime/internal/engine/wazeroengine", why: "an engine never imports the runtime (a cycle)", banned: []string{mod + "runtime\n"}},
+		{pkg: "internal/hostfuncs", why: "host functions are engine-free",
+			banned: []string{"github.com/tetratelabs/wazero", "github.com/bytecodealliance/wasmtime-go", mod + "runtime/internal/engine"}},
+		{pkg: "controller", why: "the controller drives any implementation, not the runtime", banned: []string{mod + "runtime\n", mod + "runtime/"}},
+		{pkg: "cloudprovider/types", why: "the contract mirrors upstream's types only", banned: []string{mod + "runtime"}},
+	} {
+		list := strings.Join(deps(t, rule.pkg, rule.tags...), "\n") + "\n"
+		for _, b := range rule.banned {
+			if strings.Contains(list, b) {
+				t.Errorf("%s (tags %v) imports %s: %s", rule.pkg, rule.tags, strings.TrimSpace(b), rule.why)
+			}
+		}
+	}
+	// The ABI package compiles for host and guest: the standard library
+	// only (a path without a dot in its first element), besides itself.
+	for _, d := range deps(t, "abi") {
+		if first, _, _ := strings.Cut(d, "/"); strings.Contains(first, ".") && d != mod+"abi" {
+			t.Errorf("abi imports %s: it must stay standard-library only", d)
+		}
+	}
+}
