@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
@@ -34,7 +35,7 @@ func runCall(ctx context.Context, args []string) error {
 	kube := addKubeFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: wasmprov call PROVIDER.wasm METHOD -f machine.yaml [flags]\n\n"+
-			"METHOD is one of %s.\nThe result goes to stdout as YAML; the host's and the provider's logs to stderr.\n\n", strings.Join(methodNames(), ", "))
+			"METHOD is one of %s.\nCleanup is Delete as machine-controller calls it today (done: false means call again);\nSetMetricsForMachines is given the one Machine of -f.\nThe result goes to stdout as YAML; the host's and the provider's logs to stderr.\n\n", strings.Join(methodNames(), ", "))
 		fs.PrintDefaults()
 	}
 	module, method, err := twoArgs(fs, args)
@@ -110,6 +111,24 @@ func runCall(ctx context.Context, args []string) error {
 			return callFailed(err)
 		}
 		result["deleted"] = true
+	case "cleanup":
+		// machine-controller's current contract: done, or "call again".
+		done, err := p.Calls().Cleanup(ctx, machine, runtime.SeedData(data))
+		if err != nil {
+			return callFailed(err)
+		}
+		result["done"] = done
+	case "setmetricsformachines":
+		list := clusterv1alpha1.MachineList{Items: []clusterv1alpha1.Machine{*machine}}
+		if err := p.Calls().SetMetricsForMachines(ctx, list, nil); err != nil {
+			return callFailed(err)
+		}
+		prefix := runtime.MetricNamePrefix(p.Name())
+		samples := []map[string]any{}
+		for _, s := range p.MetricSamples() {
+			samples = append(samples, map[string]any{"name": prefix + s.Name, "type": s.Type, "labels": s.Labels, "value": s.Value})
+		}
+		result["metrics"] = samples
 	case "machinemetricslabels":
 		labels, err := cp.MachineMetricsLabels(ctx, machine)
 		if err != nil {
@@ -135,7 +154,7 @@ func runCall(ctx context.Context, args []string) error {
 }
 
 func methodNames() []string {
-	return []string{"AddDefaults", "Validate", "Get", "GetCloudConfig", "Create", "Delete", "MachineMetricsLabels", "MigrateUID"}
+	return []string{"AddDefaults", "Validate", "Get", "GetCloudConfig", "Create", "Delete", "Cleanup", "MachineMetricsLabels", "MigrateUID", "SetMetricsForMachines"}
 }
 
 func twoArgs(fs *flag.FlagSet, args []string) (string, string, error) {

@@ -105,3 +105,23 @@ func TestCallSecretFile(t *testing.T) {
 		t.Errorf("without the referenced Secret: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// Cleanup and SetMetricsForMachines, the methods of machine-controller's
+// current contract, from the command line.
+func TestCallCurrentContractMethods(t *testing.T) {
+	fake := testguest.Build(t, "examples/fake")
+	machine := filepath.Join(testguest.Root(), "examples", "fake", "machine.yaml")
+	cache := testguest.CompilationCacheDir(t)
+	code, out, errOut := runCLI(t, "call", fake, "Cleanup", "-f", machine, "-cache", cache)
+	if code != 0 || out != "done: true\n" {
+		t.Errorf("Cleanup: exit %d, stdout %q\n%s", code, out, errOut)
+	}
+	// The fake reports no metrics of its own: an empty list, not an error.
+	code, out, errOut = runCLI(t, "call", fake, "SetMetricsForMachines", "-f", machine, "-cache", cache)
+	if code != 0 || out != "metrics: []\n" {
+		t.Errorf("SetMetricsForMachines: exit %d, stdout %q\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "call", fake, "Cleanup2", "-f", machine); code == 0 || !strings.Contains(errOut, "SetMetricsForMachines") {
+		t.Errorf("unknown method: exit %d, stderr %q", code, errOut)
+	}
+}
