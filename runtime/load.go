@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,6 +81,10 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
 	}
+	aliases, err := hostfuncs.ParseHostAliases(policy.HostAliases)
+	if err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
 	mod, err := r.compile(ctx, wasm, policy)
 	if err != nil {
 		return nil, loadDeadline(ctx, "compiling", err)
@@ -128,7 +133,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	p.declared, p.granted = declared, granted
 	p.hasMetrics = probe.fns[abi.MethodSetMetricsForMachines] != nil
 	p.modCfg = moduleConfig(granted)
-	p.env = r.newEnv(name, logger, policy)
+	p.env = r.newEnv(name, logger, policy, aliases)
 	p.pool = pool.New(policy.PoolSize, func(ctx context.Context) (*guestInstance, error) {
 		return p.instantiate(ctx, p.modCfg)
 	})
@@ -149,7 +154,13 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 // newEnv builds what the host functions of a provider version may use,
 // its HTTP transport included: built once here, shared by every call of
 // the version, and closed by Provider.Close.
-func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostfuncs.Env {
+//
+// Host aliases are logged once here: an operator reading the logs must be
+// able to tell that a provider's API calls go to a simulator.
+func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy, aliases map[string]*url.URL) *hostfuncs.Env {
+	if len(aliases) > 0 {
+		logger.Info("HTTP host aliases: requests to these hosts go to loopback", "aliases", hostfuncs.HostAliasList(aliases))
+	}
 	return &hostfuncs.Env{
 		Provider: name,
 		Logger:   logger,
@@ -163,7 +174,7 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 			MaxRequestBodyBytes: policy.MaxHTTPRequestBytes,
 			MaxRedirects:        policy.MaxHTTPRedirects,
 			Timeout:             time.Duration(policy.HTTPTimeout),
-		}),
+		}.WithHostAliases(aliases)),
 		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv,
 			AllowedNamespaces: policy.AllowedSecretNamespaces},
 	}

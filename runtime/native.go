@@ -66,7 +66,11 @@ func (r *Runtime) LoadFunc(name string, declared abi.Capability, fn NativeFunc, 
 		// included.
 		hasMetrics: true,
 	}
-	np.env = r.newEnv(lc.name, np.logger, policy)
+	aliases, err := hostfuncs.ParseHostAliases(policy.HostAliases)
+	if err != nil {
+		return nil, fmt.Errorf("provider %q: invalid policy: %w", lc.name, err)
+	}
+	np.env = r.newEnv(lc.name, np.logger, policy, aliases)
 	np.initSeed()
 	r.track(np)
 	return np, nil

@@ -30,6 +30,13 @@ type Policy struct {
 	// every other host is refused such addresses at connect time. An
 	// AllowedHosts entry that is an IP literal allows that address.
 	AllowInternalHosts []string `json:"allowInternalHosts,omitempty"`
+	// HostAliases sends http_do requests for a host ("api.hetzner.cloud",
+	// or "host:port") to a loopback URL ("http://127.0.0.1:8080"): an
+	// unmodified provider and Machine manifest run against a simulator.
+	// The guest's URL is checked against AllowedHosts as written; only the
+	// destination changes. A target that is not a loopback address with a
+	// port makes the policy invalid (the load fails). Logged at load.
+	HostAliases map[string]string `json:"hostAliases,omitempty"`
 	// MaxHTTPRequestBytes caps an http_do request body
 	// (DefaultMaxHTTPRequestBytes).
 	MaxHTTPRequestBytes int64 `json:"maxHTTPRequestBytes,omitempty"`

@@ -74,6 +74,9 @@ func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 	if err := h.policy.Allow(req.URL); err != nil {
 		return fmt.Errorf("redirect to %s: %w", redactURL(req.URL), err)
 	}
+	// The client sends req as it is on return: a redirect to an aliased
+	// host goes to the alias too.
+	req.URL = h.policy.aliased(req.URL)
 	return nil
 }
 
@@ -119,7 +122,7 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, u.String(), bytes.NewReader(req.Body))
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, p.aliased(u).String(), bytes.NewReader(req.Body))
 	if err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "building request: %v", err)
 	}

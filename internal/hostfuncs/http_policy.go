@@ -78,6 +78,16 @@ type HTTPPolicy struct {
 	// TLSConfig configures TLS, e.g. a private CA; nil means the system's
 	// roots.
 	TLSConfig *tls.Config
+	// HostAliases sends requests for a host elsewhere (ParseHostAliases:
+	// loopback targets only); see http_alias.go. Set with WithHostAliases.
+	hostAliases map[string]*url.URL
+}
+
+// WithHostAliases returns p with aliases (as ParseHostAliases returns
+// them) installed.
+func (p HTTPPolicy) WithHostAliases(aliases map[string]*url.URL) HTTPPolicy {
+	p.hostAliases = aliases
+	return p
 }
 
 // withDefaults is the one place the defaults are applied: it returns p
