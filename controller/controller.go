@@ -59,6 +59,15 @@ type Options struct {
 	// PollInterval is how soon a Machine is looked at again while its
 	// instance is being created or deleted (default 5s).
 	PollInterval time.Duration
+	// MaxDeletePollInterval caps the backoff between Cleanup calls while a
+	// Cleaner reports a deletion in progress: the first retry comes after
+	// PollInterval, each later one after twice the previous wait, up to
+	// this (default 5m).
+	MaxDeletePollInterval time.Duration
+	// MetricsInterval is how often the providers that implement
+	// MetricsSetter are handed their Machines (default 10m, as
+	// machine-controller; negative disables).
+	MetricsInterval time.Duration
 	// ShutdownTimeout is how long in-flight reconciles (and their provider
 	// calls) may run after the context is cancelled before their calls are
 	// cancelled too (default 30s).
@@ -83,8 +92,10 @@ type Controller struct {
 	pvLister listerscorev1.PersistentVolumeLister
 	queue    workqueue.TypedRateLimitingInterface[string]
 	metrics  *metrics
-	started  atomic.Bool
-	inFlight sync.WaitGroup
+	// deleteBackoff paces Cleanup calls of deletions in progress.
+	deleteBackoff workqueue.TypedRateLimiter[string]
+	started       atomic.Bool
+	inFlight      sync.WaitGroup
 }
 
 // New validates opts and builds the controller's informers and queue.
@@ -104,6 +115,15 @@ func New(opts Options) (*Controller, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 5 * time.Second
 	}
+	if opts.MaxDeletePollInterval <= 0 {
+		opts.MaxDeletePollInterval = 5 * time.Minute
+	}
+	if opts.MaxDeletePollInterval < opts.PollInterval {
+		opts.MaxDeletePollInterval = opts.PollInterval
+	}
+	if opts.MetricsInterval == 0 {
+		opts.MetricsInterval = 10 * time.Minute
+	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 30 * time.Second
 	}
@@ -113,7 +133,8 @@ func New(opts Options) (*Controller, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &Controller{opts: opts, log: opts.Logger}
+	c := &Controller{opts: opts, log: opts.Logger,
+		deleteBackoff: newDeleteBackoff(opts.PollInterval, opts.MaxDeletePollInterval)}
 	mc, ns := opts.Machines, opts.Namespace
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -215,6 +236,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		})
 	}
+	// The providers' own metrics are refreshed by the running (leading)
+	// controller only: a standby replica does not call providers.
+	workers.Go(func() { c.runProviderMetrics(ctx, callCtx) })
 	c.metrics.workers.Set(float64(c.opts.Workers))
 	c.log.Info("controller started")
 

@@ -27,6 +27,8 @@ type metrics struct {
 	creates           prometheus.Counter
 	deletes           prometheus.Counter
 	conflicts         prometheus.Counter
+	// providerMetricsErrors counts failed SetMetricsForMachines calls.
+	providerMetricsErrors *prometheus.CounterVec
 
 	createdDesc *prometheus.Desc
 	deletedDesc *prometheus.Desc
@@ -57,9 +59,12 @@ func newMetrics(c *Controller) *metrics {
 		creates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wasmprov_controller_instance_creates_total", Help: "Successful provider Create calls"}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "wasmprov_controller_instance_deletes_total", Help: "Successful provider Delete calls"}),
+			Name: "wasmprov_controller_instance_deletes_total", Help: "Successful provider Delete calls; for a provider with Cleanup, deletions finished"}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wasmprov_controller_update_conflicts_total", Help: "Machine updates that still conflicted after retries"}),
+		providerMetricsErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmprov_controller_set_metrics_errors_total", Help: "Failed SetMetricsForMachines calls, by provider"},
+			[]string{"provider"}),
 		createdDesc: prometheus.NewDesc(metricsPrefix+"machine_created",
 			"Timestamp of the machine's creation time", []string{"machine"}, nil),
 		deletedDesc: prometheus.NewDesc(metricsPrefix+"machine_deleted",
@@ -76,7 +81,7 @@ func newMetrics(c *Controller) *metrics {
 
 func (m *metrics) register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.workers, m.errors, m.reconciles, m.reconcileDuration,
-		m.creates, m.deletes, m.conflicts, (*machineCollector)(m)} {
+		m.creates, m.deletes, m.conflicts, m.providerMetricsErrors, (*machineCollector)(m)} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -33,8 +33,10 @@ type result struct {
 // reconcile brings one Machine closer to its desired state, following
 // machine-controller's Reconcile:
 //
-//   - deleting: Get; not found → remove the finalizer; otherwise Delete and
-//     look again until Get says not found.
+//   - deleting, with a provider that is a Cleaner: Cleanup; done → remove
+//     the finalizer; in progress → call again later, with backoff.
+//   - deleting, otherwise: Get; not found → remove the finalizer;
+//     otherwise Delete and look again until Get says not found.
 //   - otherwise: Get; not found → add the finalizer, Validate, then Create;
 //     found → set spec.providerID and status.addresses, clear errors.
 //
@@ -47,6 +49,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (result, error) 
 	}
 	if !exists {
 		c.metrics.forget(key)
+		c.deleteBackoff.Forget(key)
 		return result{}, nil
 	}
 	m := obj.(*clusterv1alpha1.Machine).DeepCopy()
@@ -71,6 +74,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (result, error) 
 	data := &cloud.MachineCreateDeleteData{Updater: c.Updater(ctx), PVLister: c.pvLister}
 
 	if m.DeletionTimestamp != nil {
+		if cl, ok := prov.(Cleaner); ok {
+			return c.cleanup(ctx, log, m, cl, data)
+		}
 		return c.reconcileDelete(ctx, log, m, prov, data)
 	}
 

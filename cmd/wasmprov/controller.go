@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/controller"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -38,6 +39,8 @@ func runController(ctx context.Context, args []string) error {
 	workers := fs.Int("workers", 5, "number of Machines reconciled concurrently")
 	resync := fs.Duration("resync", 10*time.Minute, "period at which every Machine is reconciled again")
 	poll := fs.Duration("poll-interval", 5*time.Second, "how soon a Machine whose instance is being created or deleted is looked at again")
+	maxDeletePoll := fs.Duration("max-delete-poll-interval", 5*time.Minute, "cap of the backoff between calls of a provider's Delete while it reports the deletion in progress")
+	metricsInterval := fs.Duration("metrics-interval", 10*time.Minute, "how often providers are given their Machines (SetMetricsForMachines) for the metrics they export; negative disables")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long reconciles in flight may finish after SIGTERM before their provider calls are cancelled")
 	leaderElect := fs.Bool("leader-elect", true, "run only while holding the leader Lease (for several replicas)")
 	leNamespace := fs.String("leader-election-namespace", "kube-system", "namespace of the leader Lease")
@@ -101,13 +104,7 @@ func runController(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rt.Close(bg)
-	promReg := prometheus.NewRegistry()
-	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	regEvents := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "wasmprov_registry_events_total",
-		Help: "Provider registry events: loaded, reloaded, rejected, unloaded, drained, watch-error"},
-		[]string{"provider", "kind"})
-	promReg.MustRegister(regEvents, calls)
+	promReg, regEvents := controllerMetrics(calls, logger)
 	// Serve /metrics and /healthz first: compiling large modules takes a while.
 	if *metricsAddr != "" {
 		stop, err := serveMetrics(*metricsAddr, promReg, logger)
@@ -131,17 +128,10 @@ func runController(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	source := controller.ProviderSourceFunc(func(name string) (cloud.ContextProvider, error) {
-		h, err := reg.Get(name)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", controller.ErrUnknownProvider, err)
-		}
-		return h.ContextProvider(), nil
-	})
-
 	c, err := controller.New(controller.Options{
-		Machines: machines, Kube: kube, Providers: source, Namespace: *namespace,
-		Workers: *workers, ResyncPeriod: *resync, PollInterval: *poll, ShutdownTimeout: *shutdown,
+		Machines: machines, Kube: kube, Providers: registrySource(reg), Namespace: *namespace,
+		Workers: *workers, ResyncPeriod: *resync, PollInterval: *poll, MaxDeletePollInterval: *maxDeletePoll,
+		MetricsInterval: *metricsInterval, ShutdownTimeout: *shutdown,
 		Registerer: promReg, Logger: logger,
 	})
 	if err != nil {
@@ -154,6 +144,58 @@ func runController(ctx context.Context, args []string) error {
 		Namespace: *leNamespace, Name: *leName, Identity: *leID,
 		LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
 	})
+}
+
+// controllerMetrics is the controller's Prometheus registry: Go and
+// process metrics, the registry's events, the runtime's calls and pools
+// (calls), and the providers' own metrics from SetMetricsForMachines.
+func controllerMetrics(calls *metrics.Collector, logger *slog.Logger) (*prometheus.Registry, *prometheus.CounterVec) {
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	regEvents := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wasmprov_registry_events_total",
+		Help: "Provider registry events: loaded, reloaded, rejected, unloaded, drained, watch-error"},
+		[]string{"provider", "kind"})
+	promReg.MustRegister(regEvents, calls, calls.GuestCollector(logger))
+	return promReg, regEvents
+}
+
+// registrySource gives the controller reg's providers: the seed's
+// contract, plus machine-controller's current Cleanup and
+// SetMetricsForMachines, which the controller uses when a provider offers
+// them (controller.Cleaner, controller.MetricsSetter).
+func registrySource(reg *registry.Registry) controller.ProviderSource {
+	return controller.ProviderSourceFunc(func(name string) (cloud.ContextProvider, error) {
+		h, err := reg.Get(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", controller.ErrUnknownProvider, err)
+		}
+		return registryProvider{h.ContextProvider(), h.Calls()}, nil
+	})
+}
+
+// registryProvider is a registry handle as package controller takes it.
+// Both views follow the handle's reloads.
+type registryProvider struct {
+	cloud.ContextProvider
+	calls runtime.Calls
+}
+
+var (
+	_ controller.Cleaner       = registryProvider{}
+	_ controller.MetricsSetter = registryProvider{}
+)
+
+// Cleanup implements controller.Cleaner: the module's Delete, its
+// IN_PROGRESS answer as done == false.
+func (p registryProvider) Cleanup(ctx context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) (bool, error) {
+	return p.calls.Cleanup(ctx, m, runtime.SeedData(data))
+}
+
+// SetMetricsForMachines implements controller.MetricsSetter. The samples
+// the runtime accepts are what calls.GuestCollector exposes.
+func (p registryProvider) SetMetricsForMachines(ctx context.Context, machines clusterv1alpha1.MachineList) error {
+	return p.calls.SetMetricsForMachines(ctx, machines, nil)
 }
 
 func kubeConfig(path string) (*rest.Config, error) {

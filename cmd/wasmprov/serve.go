@@ -51,6 +51,8 @@ func runServe(ctx context.Context, args []string) error {
 			"  /readyz   200 once the directory is loaded and watched, with the providers' status\n"+
 			"  GET  /v1/providers                  the providers' status\n"+
 			"  POST /v1/providers/NAME/METHOD      call a method; body {\"machine\": {...}, \"spec\": {...}, \"userdata\": \"\", \"newUID\": \"\"}\n"+
+			"                                      (SetMetricsForMachines: {\"machines\": {\"items\": [...]}}; /metrics then shows what\n"+
+			"                                      the provider reported, as wasmprov_guest_NAME_*)\n"+
 			"  POST /v1/providers/NAME/reload      reload one provider now\n\n")
 		fs.PrintDefaults()
 	}
@@ -152,7 +154,11 @@ type server struct {
 
 func (s *server) handler() http.Handler {
 	pr := prometheus.NewRegistry()
-	pr.MustRegister(s.collector, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// serve has no Machines of its own, so it never calls
+	// SetMetricsForMachines by itself: the guest metrics on /metrics are
+	// what each provider reported to the last such call through the API.
+	pr.MustRegister(s.collector, s.collector.GuestCollector(s.logger),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(pr, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -196,6 +202,8 @@ type callRequest struct {
 	Spec     *clusterv1alpha1.MachineSpec `json:"spec,omitempty"`
 	Userdata string                       `json:"userdata,omitempty"`
 	NewUID   string                       `json:"newUID,omitempty"`
+	// Machines is SetMetricsForMachines' argument.
+	Machines *clusterv1alpha1.MachineList `json:"machines,omitempty"`
 }
 
 func (s *server) call(w http.ResponseWriter, r *http.Request) {
@@ -256,8 +264,19 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		result, err = p.MachineMetricsLabels(ctx, req.Machine)
 	case "migrateuid":
 		err = p.MigrateUID(ctx, req.Machine, types.UID(req.NewUID))
+	case "setmetricsformachines":
+		var list clusterv1alpha1.MachineList
+		if req.Machines != nil {
+			list = *req.Machines
+		}
+		// The result is the samples as the runtime stored them (none if
+		// it refused the answer), without the /metrics name prefix.
+		if err = h.Calls().SetMetricsForMachines(ctx, list, nil); err == nil {
+			result = map[string]any{"metrics": h.MetricSamples(), "prefix": runtime.MetricNamePrefix(name)}
+		}
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("unknown method %q; want one of %s", method, strings.Join(methodNames(), ", "))})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("unknown method %q; want one of %s", method,
+			strings.Join(append(methodNames(), "SetMetricsForMachines"), ", "))})
 		return
 	}
 	resp := map[string]any{"provider": name, "method": method, "sha256": h.SHA256()}

@@ -23,8 +23,18 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	metered, err := os.ReadFile(testguest.Build(t, "runtime/metrics/testdata/metricsguest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, err := os.ReadFile(testguest.BuildWith(t, "runtime/metrics/testdata/metricsguest", "-X main.Mode=refused"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "fake.wasm"), fake, 0o644)
+	os.WriteFile(filepath.Join(dir, "metered.wasm"), metered, 0o644)
+	os.WriteFile(filepath.Join(dir, "refused.wasm"), refused, 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.wasm"), []byte("not wasm"), 0o644)
 
 	logs := &testlog.Buffer{}
@@ -115,12 +125,34 @@ func TestServe(t *testing.T) {
 		t.Fatalf("unknown method: %d", code)
 	}
 
+	// serve has no Machines: its guest metrics are what a provider reported
+	// to the last SetMetricsForMachines through the API.
+	machines := `{"machines": {"items": [{"metadata": {"name": "m1"}}, {"metadata": {"name": "m2"}}]}}`
+	code, out = post("/v1/providers/metered/SetMetricsForMachines", machines)
+	if res, _ := out["result"].(map[string]any); code != 200 || res["prefix"] != "wasmprov_guest_metered_" || len(res["metrics"].([]any)) != 3 {
+		t.Fatalf("SetMetricsForMachines: %d %v", code, out)
+	}
+	if code, out = post("/v1/providers/refused/SetMetricsForMachines", machines); code != 422 || out["class"] != "bad-result" {
+		t.Fatalf("refused SetMetricsForMachines: %d %v", code, out)
+	}
+
 	code, metricsText := get("/metrics")
+	if strings.Contains(metricsText, "wasmprov_guest_refused_") {
+		t.Errorf("/metrics shows samples the runtime refused:\n%s", metricsText)
+	}
+	if strings.Contains(metricsText, "wasmprov_guest_fake_") {
+		t.Errorf("/metrics shows guest metrics of a provider never asked")
+	}
 	for _, want := range []string{
 		`wasmprov_provider_calls_total{method="Validate",provider="fake"} 2`,
 		`wasmprov_provider_call_errors_total{class="transient",method="Validate",provider="fake"} 1`,
 		`wasmprov_provider_reloads_total{provider="broken",result="failed"} 1`,
 		`wasmprov_provider_info{provider="fake",sha256="`,
+		"# HELP wasmprov_guest_metered_machines Machines the host handed over.\n# TYPE wasmprov_guest_metered_machines gauge\nwasmprov_guest_metered_machines 2\n",
+		`wasmprov_guest_metered_machine_up{machine="m1"} 1`,
+		`wasmprov_guest_metered_machine_up{machine="m2"} 1`,
+		"# HELP wasmprov_guest_metered_machine_up Reported by provider metered through SetMetricsForMachines.",
+		`wasmprov_provider_guest_metric_families_skipped{provider="metered"} 0`,
 		`wasmprov_provider_call_duration_seconds_bucket{method="Get",provider="fake"`,
 		`go_goroutines`,
 	} {

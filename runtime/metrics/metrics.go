@@ -4,10 +4,14 @@
 //	rt, _ := runtime.New(runtime.WithCallObserver(c.ObserveCall))
 //	reg := registry.New(rt)
 //	c.SetRegistry(reg)
-//	prometheus.MustRegister(c)
+//	prometheus.MustRegister(c, c.GuestCollector(logger))
 //
 // Call metrics come from the runtime's call observer; pool, instance,
 // reload and version metrics are read from the registry at scrape time.
+// The GuestCollector exposes what the registry's providers last reported
+// through SetMetricsForMachines, as wasmprov_guest_<provider>_<name>; it
+// is a collector of its own because those families are the guests' and
+// cannot be described up front.
 package metrics
 
 import (

@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/cloud/instance"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// cleanerCloud is a memCloud with machine-controller's current deletion:
+// Cleanup answers from script (then the last answer forever), and the
+// seed's Get and Delete are counted while the Machine is being deleted —
+// a Cleaner must not be deleted through them.
+type cleanerCloud struct {
+	*memCloud
+
+	mu     sync.Mutex
+	script []bool
+	err    error // returned (once) by the next Cleanup
+	calls  []cleanupCall
+	seed   int // Get or Delete on a deleting Machine
+}
+
+type cleanupCall struct {
+	at           time.Time
+	hadFinalizer bool
+}
+
+func (p *cleanerCloud) Cleanup(_ context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, cleanupCall{time.Now(), slices.Contains(m.Finalizers, FinalizerDeleteInstance)})
+	if data == nil || data.Updater == nil {
+		return false, errors.New("no updater")
+	}
+	if err := p.err; err != nil {
+		p.err = nil
+		return false, err
+	}
+	done := p.script[min(len(p.calls)-1, len(p.script)-1)]
+	if done {
+		p.memCloud.mu.Lock()
+		delete(p.memCloud.servers, m.UID)
+		p.memCloud.mu.Unlock()
+	}
+	return done, nil
+}
+
+func (p *cleanerCloud) Get(ctx context.Context, m *clusterv1alpha1.Machine) (instance.Instance, error) {
+	p.countSeed(m)
+	return p.memCloud.Get(ctx, m)
+}
+
+func (p *cleanerCloud) Delete(ctx context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
+	p.countSeed(m)
+	return p.memCloud.Delete(ctx, m, data)
+}
+
+func (p *cleanerCloud) countSeed(m *clusterv1alpha1.Machine) {
+	if m.DeletionTimestamp != nil {
+		p.mu.Lock()
+		p.seed++
+		p.mu.Unlock()
+	}
+}
+
+func (p *cleanerCloud) snapshot() ([]cleanupCall, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.calls), p.seed
+}
+
+func newCleanerHarness(t *testing.T, script []bool, mutate func(*Options)) (*harness, *cleanerCloud) {
+	t.Helper()
+	var cc *cleanerCloud
+	h := newHarness(t, func(o *Options) {
+		if mutate != nil {
+			mutate(o)
+		}
+	})
+	cc = &cleanerCloud{memCloud: h.cloud, script: script}
+	h.ctrl.opts.Providers = NewMapSource(map[string]cloud.ContextProvider{"mem": cc})
+	return h, cc
+}
+
+func provision(t *testing.T, h *harness, name string) {
+	t.Helper()
+	h.machines.Create(machine(name, "mem", `{"size":"s"}`))
+	eventually(t, name+" provisioned", func() bool {
+		m, ok := h.machines.get("default", name)
+		return ok && m.Spec.ProviderID != nil
+	})
+}
+
+func TestCleanupLoopRemovesFinalizerOnlyWhenDone(t *testing.T) {
+	h, cc := newCleanerHarness(t, []bool{false, false, true}, nil)
+	h.start()
+	provision(t, h, "doomed")
+	h.machines.Delete("default", "doomed")
+	eventually(t, "machine gone", func() bool {
+		_, ok := h.machines.get("default", "doomed")
+		return !ok
+	})
+	calls, seed := cc.snapshot()
+	if len(calls) != 3 {
+		t.Fatalf("%d Cleanup calls, want 3 (in progress, in progress, done)", len(calls))
+	}
+	for i, c := range calls {
+		if !c.hadFinalizer {
+			t.Errorf("Cleanup call %d saw a Machine without the finalizer: it was removed before done", i+1)
+		}
+	}
+	if seed != 0 {
+		t.Errorf("%d seed Get/Delete calls on the deleting Machine, want 0 (Cleanup replaces Delete-then-Get)", seed)
+	}
+	if got := testutil.ToFloat64(h.ctrl.metrics.deletes); got != 1 {
+		t.Errorf("instance deletes = %v, want 1 (one finished deletion)", got)
+	}
+}
+
+func TestCleanupErrorIsRetried(t *testing.T) {
+	h, cc := newCleanerHarness(t, []bool{true}, nil)
+	h.start()
+	provision(t, h, "flaky")
+	cc.mu.Lock()
+	cc.err = errors.New("503 from the cloud API")
+	cc.mu.Unlock()
+	h.machines.Delete("default", "flaky")
+	eventually(t, "machine gone", func() bool {
+		_, ok := h.machines.get("default", "flaky")
+		return !ok
+	})
+	if calls, _ := cc.snapshot(); len(calls) != 2 {
+		t.Fatalf("%d Cleanup calls, want 2 (an error, then done)", len(calls))
+	}
+	if got := testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("error")); got != 1 {
+		t.Fatalf("error reconciles = %v, want 1", got)
+	}
+}
+
+func TestCleanupInProgressForeverKeepsFinalizerAndBacksOff(t *testing.T) {
+	const poll, max = 20 * time.Millisecond, 80 * time.Millisecond
+	h, cc := newCleanerHarness(t, []bool{false}, func(o *Options) {
+		o.PollInterval, o.MaxDeletePollInterval = poll, max
+	})
+	h.start()
+	provision(t, h, "stuck")
+	// Let provisioning's own requeues (PollInterval after Create, the
+	// watch event of the status write) pass, so that every Cleanup call
+	// below is paced by the deletion's backoff.
+	time.Sleep(10 * poll)
+	h.machines.Delete("default", "stuck")
+	eventually(t, "7 Cleanup calls", func() bool {
+		calls, _ := cc.snapshot()
+		return len(calls) >= 7
+	})
+	calls, seed := cc.snapshot()
+	// The waits double from PollInterval and stay at the cap: 20, 40, 80,
+	// 80, 80, 80ms. A fixed poll (or none) would come sooner.
+	want := []time.Duration{poll, 2 * poll, max, max, max, max}
+	for i, w := range want {
+		if gap := calls[i+1].at.Sub(calls[i].at); gap < w {
+			t.Errorf("wait before Cleanup call %d: %v, want at least %v", i+2, gap, w)
+		}
+	}
+	// And the cap holds: no wait grows much past it.
+	for i := 3; i < len(calls)-1; i++ {
+		if gap := calls[i+1].at.Sub(calls[i].at); gap > 10*max {
+			t.Errorf("wait before Cleanup call %d: %v, far past the %v cap", i+2, gap, max)
+		}
+	}
+	m, ok := h.machines.get("default", "stuck")
+	if !ok || !slices.Contains(m.Finalizers, FinalizerDeleteInstance) {
+		t.Fatalf("finalizer gone while deletion is still in progress: present %v, %v", ok, m)
+	}
+	if seed != 0 {
+		t.Errorf("%d seed Get/Delete calls on the deleting Machine, want 0", seed)
+	}
+	if got := testutil.ToFloat64(h.ctrl.metrics.deletes); got != 0 {
+		t.Errorf("instance deletes = %v, want 0", got)
+	}
+	// Once the guest finishes, the finalizer goes.
+	cc.mu.Lock()
+	cc.script = []bool{true}
+	cc.calls = cc.calls[:0]
+	cc.mu.Unlock()
+	eventually(t, "machine gone once done", func() bool {
+		_, ok := h.machines.get("default", "stuck")
+		return !ok
+	})
+}
