@@ -17,23 +17,28 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 )
 
-// invoke runs one method call on a pooled instance and turns the guest's
-// status into an error with machine-controller's semantics.
-func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) (err error) {
-	if o := p.rt.cfg.observer; o != nil {
-		start := time.Now()
-		defer func() {
-			observed := err
-			if errors.Is(err, ErrDeletionInProgress) {
-				observed = nil // progress, not a failure
-			}
-			o(p.name, call.Method, time.Since(start), observed)
-		}()
+// observe reports one method call to the runtime's CallObserver: defer
+// p.observe(m)(&err) at the top of a method, so the error observed is the
+// method's — a result the host refused after the guest returned OK counts
+// as the failed call it is. A deletion in progress is not a failure.
+func (p *Provider) observe(m abi.Method) func(*error) {
+	o := p.rt.cfg.observer
+	if o == nil {
+		return func(*error) {}
 	}
-	return p.invokeInstance(ctx, call)
+	start := time.Now()
+	return func(err *error) {
+		observed := *err
+		if errors.Is(observed, ErrDeletionInProgress) {
+			observed = nil // progress, not a failure
+		}
+		o(p.name, m, time.Since(start), observed)
+	}
 }
 
-func (p *Provider) invokeInstance(ctx context.Context, call *hostfuncs.Call) error {
+// invoke runs one method call on a pooled instance and turns the guest's
+// status into an error with machine-controller's semantics.
+func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) error {
 	m := call.Method
 	if err := checkProviderSpec(call); err != nil {
 		return &CallError{Provider: p.name, Method: m, Class: ClassTerminal, Err: err}
@@ -147,10 +152,7 @@ func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
 			return p.badInProgress(call)
 		}
 		class = ClassTransient
-		err = ErrDeletionInProgress
-		if msg != "" {
-			err = fmt.Errorf("%w: %s", ErrDeletionInProgress, msg)
-		}
+		err = &progressError{note: msg}
 		if call.RetryAfter > 0 {
 			err = &cloudprovidererrors.RetryableError{RetryAfter: call.RetryAfter, Err: err}
 		}
@@ -253,4 +255,31 @@ func (p *Provider) contextError(m abi.Method, err error) error {
 		return &CallError{Provider: p.name, Method: m, Class: ClassCanceled, Err: err}
 	}
 	return &CallError{Provider: p.name, Method: m, Class: ClassTransient, Err: err}
+}
+
+// progressError is an IN_PROGRESS answer as an error (the seed's Delete
+// has no other way to say it): ErrDeletionInProgress with the guest's note.
+type progressError struct{ note string }
+
+func (e *progressError) Error() string {
+	if e.note == "" {
+		return ErrDeletionInProgress.Error()
+	}
+	return ErrDeletionInProgress.Error() + ": " + e.note
+}
+
+func (e *progressError) Is(target error) bool { return target == ErrDeletionInProgress }
+
+// progressOf returns the guest's note and retry hint of an IN_PROGRESS
+// error.
+func progressOf(err error) (note string, retryAfter time.Duration) {
+	var pe *progressError
+	if errors.As(err, &pe) {
+		note = pe.note
+	}
+	var re *cloudprovidererrors.RetryableError
+	if errors.As(err, &re) {
+		retryAfter = re.RetryAfter
+	}
+	return note, retryAfter
 }

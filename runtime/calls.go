@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
@@ -63,6 +64,12 @@ type CallData struct {
 	// lines about it, with the provider, method and machine attributes
 	// added. Nil: the runtime's logger.
 	Logger *slog.Logger
+	// Progress is told, when Cleanup returns false, what the module said
+	// with its IN_PROGRESS answer: its note and when to call again (0 when
+	// it gave no hint). machine-controller's Cleanup has no place for
+	// either; a controller that can use the hint sets this. Nil: both are
+	// dropped.
+	Progress func(note string, retryAfter time.Duration)
 }
 
 // ObjectReader reads one key of a Secret or ConfigMap. An error wrapping

@@ -118,6 +118,17 @@ func TestCleanupAcrossCalls(t *testing.T) {
 		t.Errorf("Cleanup answered %v, want %v", got, want)
 	}
 
+	// The note and hint reach a caller that asks for them.
+	calls = 0
+	var note string
+	var hint time.Duration
+	if done, err := p.Calls().Cleanup(ctx, m, &runtime.CallData{Progress: func(n string, r time.Duration) { note, hint = n, r }}); done || err != nil {
+		t.Fatalf("Cleanup = %v, %v", done, err)
+	}
+	if note != "server 7 is being deleted" || hint != 1500*time.Millisecond {
+		t.Errorf("Progress got %q, %v", note, hint)
+	}
+
 	// The seed's Delete keeps the guest's note and retry hint.
 	calls = 0
 	err = p.ContextProvider().Delete(ctx, m, nil)
@@ -223,4 +234,34 @@ func errnoOf(err error) string {
 		return he.Errno.String()
 	}
 	return err.Error()
+}
+
+// TestCallObserverSeesRefusedResults: a result the host refuses after the
+// guest returned OK is a failed call for the observer (and so for the
+// metrics), like any other bad result.
+func TestCallObserverSeesRefusedResults(t *testing.T) {
+	observed := map[abi.Method]error{}
+	rt := newRuntime(t, runtime.WithCallObserver(func(_ string, m abi.Method, _ time.Duration, err error) {
+		observed[m] = err
+	}))
+	p, err := rt.LoadFunc("liar", 0, func(_ context.Context, h runtime.NativeHost, m abi.Method) abi.Status {
+		switch m {
+		case abi.MethodGet:
+			h.Output([]byte(`{"name":"w","id":"1","status":"booting"}`))
+		case abi.MethodSetMetricsForMachines:
+			h.Output([]byte(`{"metrics":[{"name":"x","type":"counter","value":-1}]}`))
+		}
+		return abi.StatusOK
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, getErr := p.Calls().Get(ctx, newMachine("w", "u", map[string]any{}), nil)
+	metricsErr := p.Calls().SetMetricsForMachines(ctx, machineList("w"), nil)
+	for m, want := range map[abi.Method]error{abi.MethodGet: getErr, abi.MethodSetMetricsForMachines: metricsErr} {
+		if want == nil || observed[m] != want || runtime.ErrorClass(observed[m]) != runtime.ClassBadResult {
+			t.Errorf("%s: observed %v, want the bad result %v", m, observed[m], want)
+		}
+	}
 }

@@ -65,14 +65,15 @@ func MetricNamePrefix(provider string) string {
 	return b.String()
 }
 
-func (c calls) SetMetricsForMachines(ctx context.Context, machines clusterv1alpha1.MachineList, data *CallData) error {
+func (c calls) SetMetricsForMachines(ctx context.Context, machines clusterv1alpha1.MachineList, data *CallData) (err error) {
 	p := c.p
 	if !p.hasMetrics {
 		return nil
 	}
+	defer p.observe(abi.MethodSetMetricsForMachines)(&err)
 	call := c.newCall(ctx, abi.MethodSetMetricsForMachines, data)
 	call.Machines = &machines
-	err := p.invoke(ctx, call)
+	err = p.invoke(ctx, call)
 	if err == nil {
 		var samples []MetricSample
 		if samples, err = p.decodeMetrics(call); err == nil {

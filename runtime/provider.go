@@ -187,7 +187,8 @@ func (c calls) newCall(ctx context.Context, m abi.Method, data *CallData) *hostf
 	return call
 }
 
-func (c calls) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (clusterv1alpha1.MachineSpec, error) {
+func (c calls) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (_ clusterv1alpha1.MachineSpec, err error) {
+	defer c.p.observe(abi.MethodAddDefaults)(&err)
 	call := c.newCall(ctx, abi.MethodAddDefaults, data)
 	call.Spec = &spec
 	if err := c.p.invoke(ctx, call); err != nil {
@@ -212,13 +213,15 @@ func (c calls) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec
 	return out, nil
 }
 
-func (c calls) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) error {
+func (c calls) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (err error) {
+	defer c.p.observe(abi.MethodValidate)(&err)
 	call := c.newCall(ctx, abi.MethodValidate, data)
 	call.Spec = &spec
 	return c.p.invoke(ctx, call)
 }
 
-func (c calls) Get(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (instance.Instance, error) {
+func (c calls) Get(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (_ instance.Instance, err error) {
+	defer c.p.observe(abi.MethodGet)(&err)
 	call := c.newCall(ctx, abi.MethodGet, data)
 	call.Machine = machine
 	if err := c.p.invoke(ctx, call); err != nil {
@@ -227,7 +230,8 @@ func (c calls) Get(ctx context.Context, machine *clusterv1alpha1.Machine, data *
 	return c.p.decodeInstance(call)
 }
 
-func (c calls) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (string, string, error) {
+func (c calls) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (_, _ string, err error) {
+	defer c.p.observe(abi.MethodGetCloudConfig)(&err)
 	call := c.newCall(ctx, abi.MethodGetCloudConfig, data)
 	call.Spec = &spec
 	if err := c.p.invoke(ctx, call); err != nil {
@@ -243,7 +247,8 @@ func (c calls) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineS
 	return cc.Config, cc.Name, nil
 }
 
-func (c calls) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData, userdata string) (instance.Instance, error) {
+func (c calls) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData, userdata string) (_ instance.Instance, err error) {
+	defer c.p.observe(abi.MethodCreate)(&err)
 	call := c.newCall(ctx, abi.MethodCreate, data)
 	call.Machine, call.Userdata = machine, userdata
 	if err := c.p.invoke(ctx, call); err != nil {
@@ -254,7 +259,8 @@ func (c calls) Create(ctx context.Context, machine *clusterv1alpha1.Machine, dat
 
 // delete runs the module's Delete; an IN_PROGRESS answer is a
 // *CallError wrapping ErrDeletionInProgress.
-func (c calls) delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) error {
+func (c calls) delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (err error) {
+	defer c.p.observe(abi.MethodDelete)(&err)
 	call := c.newCall(ctx, abi.MethodDelete, data)
 	call.Machine = machine
 	return c.p.invoke(ctx, call)
@@ -266,12 +272,16 @@ func (c calls) Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, da
 	case err == nil, errors.Is(err, cloudprovidererrors.ErrInstanceNotFound):
 		return true, nil
 	case errors.Is(err, ErrDeletionInProgress):
+		if data != nil && data.Progress != nil {
+			data.Progress(progressOf(err))
+		}
 		return false, nil
 	}
 	return false, err
 }
 
-func (c calls) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (map[string]string, error) {
+func (c calls) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (_ map[string]string, err error) {
+	defer c.p.observe(abi.MethodMachineMetricsLabels)(&err)
 	call := c.newCall(ctx, abi.MethodMachineMetricsLabels, data)
 	call.Machine = machine
 	if err := c.p.invoke(ctx, call); err != nil {
@@ -295,7 +305,8 @@ func (c calls) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha
 	return labels, nil
 }
 
-func (c calls) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID, data *CallData) error {
+func (c calls) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID, data *CallData) (err error) {
+	defer c.p.observe(abi.MethodMigrateUID)(&err)
 	call := c.newCall(ctx, abi.MethodMigrateUID, data)
 	call.Machine, call.NewUID = machine, newUID
 	return c.p.invoke(ctx, call)

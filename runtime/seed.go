@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"context"
-	"fmt"
+	"time"
+
+	"github.com/wasmprov/wasmprov/abi"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,9 +21,9 @@ import (
 // interface gives them none.
 //
 // Delete is Cleanup: a module reporting IN_PROGRESS makes Delete return a
-// retriable *CallError wrapping ErrDeletionInProgress, as a seed-era
-// provider whose deletion is not finished would, and the caller calls
-// Delete again.
+// retriable *CallError wrapping ErrDeletionInProgress (a RetryableError
+// when the module gave a hint), as a seed-era provider whose deletion is
+// not finished would, and the caller calls Delete again.
 func SeedProvider(c Calls) cloud.ContextProvider { return seedProvider{c} }
 
 type seedProvider struct{ c Calls }
@@ -48,17 +51,24 @@ func (s seedProvider) Create(ctx context.Context, machine *clusterv1alpha1.Machi
 }
 
 func (s seedProvider) Delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
-	if d, ok := s.c.(interface {
-		delete(context.Context, *clusterv1alpha1.Machine, *CallData) error
-	}); ok {
-		// The runtime's own Calls keep the guest's message and retry hint.
-		return d.delete(ctx, machine, SeedData(data))
+	d := SeedData(data)
+	if d == nil {
+		d = &CallData{}
 	}
-	done, err := s.c.Cleanup(ctx, machine, SeedData(data))
+	var note string
+	var retryAfter time.Duration
+	d.Progress = func(n string, r time.Duration) { note, retryAfter = n, r }
+	done, err := s.c.Cleanup(ctx, machine, d)
 	if err != nil || done {
 		return err
 	}
-	return fmt.Errorf("%w: call Delete again", ErrDeletionInProgress)
+	// Deletion started and is not finished: for the seed's caller, a
+	// retriable error carrying the module's note and hint.
+	err = &progressError{note: note}
+	if retryAfter > 0 {
+		err = &cloudprovidererrors.RetryableError{RetryAfter: retryAfter, Err: err}
+	}
+	return &CallError{Provider: providerName(s.c), Method: abi.MethodDelete, Class: ClassTransient, Err: err}
 }
 
 func (s seedProvider) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine) (map[string]string, error) {
@@ -67,4 +77,12 @@ func (s seedProvider) MachineMetricsLabels(ctx context.Context, machine *cluster
 
 func (s seedProvider) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID) error {
 	return s.c.MigrateUID(ctx, machine, newUID, nil)
+}
+
+// providerName names the provider behind c in errors, when c says.
+func providerName(c Calls) string {
+	if n, ok := c.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return ""
 }
