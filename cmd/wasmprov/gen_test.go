@@ -151,6 +151,10 @@ func TestMachineControllerDropIn(t *testing.T) {
 	if !strings.Contains(res, "--- PASS: TestLifecycle") {
 		t.Fatalf("the lifecycle test did not pass:\n%s", res)
 	}
+	// The runtime's load line names the engine the generated file chose.
+	if !strings.Contains(res, "engine="+string(engine)+" ") {
+		t.Fatalf("the module was not loaded on %s:\n%s", engine, res)
+	}
 	for _, line := range strings.Split(res, "\n") {
 		if strings.Contains(line, "Cleanup returned") {
 			t.Log(strings.TrimSpace(line))
