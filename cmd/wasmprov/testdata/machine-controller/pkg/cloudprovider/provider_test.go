@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -146,6 +148,16 @@ func TestLifecycle(t *testing.T) {
 	p, err := ForProvider(hetznerwasm.CloudProvider, cvr)
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// A module that is not there fails the call, and is not remembered:
+	// once it is, the next call loads it.
+	modulePath := os.Getenv(hetznerwasm.ModuleEnv)
+	os.Setenv(hetznerwasm.ModuleEnv, filepath.Join(t.TempDir(), "missing.wasm"))
+	_, err = p.AddDefaults(log, clusterv1alpha1.MachineSpec{})
+	os.Setenv(hetznerwasm.ModuleEnv, modulePath)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("AddDefaults without a module: %v, want a not-exist error", err)
 	}
 
 	token := map[string]any{"secretKeyRef": map[string]any{"namespace": namespace, "name": "hetzner", "key": "token"}}
