@@ -378,7 +378,7 @@ func (p *Provider) Delete(ctx context.Context, m *provider.Machine) error {
 			break
 		}
 		if s.Status == "deleting" {
-			return provider.DeletionInProgress(DeleteRetryAfter, "server %d is being deleted", s.ID)
+			return provider.DeletionInProgress(DeleteRetryAfter, "server %d is still being deleted", s.ID)
 		}
 		if err := p.detachVolumes(ctx, api, s); err != nil {
 			return err
@@ -394,7 +394,7 @@ func (p *Provider) Delete(ctx context.Context, m *provider.Machine) error {
 			return classify(err, "failed to get server")
 		}
 		if left != nil {
-			return provider.DeletionInProgress(DeleteRetryAfter, "deletion of server %d started (status %s)", s.ID, left.Status)
+			return provider.DeletionInProgress(DeleteRetryAfter, "server %d: delete requested, status %s", s.ID, left.Status)
 		}
 	}
 	// Keys a crashed Create could not remove.
