@@ -131,6 +131,7 @@ var brokenProviders = map[string]string{
 	"create-duplicates":       "create.idempotent",
 	"delete-missing-fails":    "delete.missing-ok",
 	"delete-noop":             "delete.removes",
+	"delete-never-done":       "delete.removes",
 	"migrate-noop":            "migrate-uid.get-by-new-uid",
 	"no-size-label":           "metrics.size-label",
 	"shared-name":             "concurrency.independent",
@@ -194,6 +195,9 @@ func TestBrokenProviders(t *testing.T) {
 			}
 			if r := rep.Result(want); r.Message == "" || r.Why == "" {
 				t.Errorf("failure of %s carries no explanation", want)
+			}
+			if r := rep.Result(want); n == "delete-never-done" && !strings.Contains(r.Message, "Delete stayed in progress") {
+				t.Errorf("a Delete in progress forever is not named as such: %s", r.Message)
 			}
 			t.Logf("failed: %v\n%s", rep.Failed(), text(rep))
 		})

@@ -2,12 +2,14 @@ package conformance
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/runtime"
 
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -64,11 +66,27 @@ func (t *T) get(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alpha1
 	return inst, cur, err
 }
 
+// Delete's retry budget: calls that fail, and calls in all (a deletion
+// reported in progress gets the larger budget, as a cloud may take a while).
+const (
+	maxDeleteErrors = 15
+	maxDeleteCalls  = 30
+)
+
 // deleteAll calls Delete until it returns OK, as the controller does:
-// ERROR means "in progress, call again".
+// ERROR means "in progress, call again", and so does IN_PROGRESS from a
+// module declaring async_delete (runtime.ErrDeletionInProgress). A
+// deletion that stays in progress for maxDeleteCalls calls is a failure
+// of its own: it would keep the Machine's finalizer forever.
 func (t *T) deleteAll(m *clusterv1alpha1.Machine) error {
 	var err error
-	for attempt := 0; attempt < 15; attempt++ {
+	failed, budget := 0, maxDeleteCalls
+	if t.env.neverDeletes.Load() {
+		budget = 1 // diagnosed already: do not spend another budget
+	}
+	calls := 0
+	for calls < budget {
+		calls++
 		cur := t.current(m)
 		t.store.touch(m)
 		ctx, cancel := t.call()
@@ -83,9 +101,23 @@ func (t *T) deleteAll(m *clusterv1alpha1.Machine) error {
 		if ok, _, _ := cloudprovidererrors.IsTerminalError(err); ok || isNotFound(err) {
 			return err
 		}
-		if t.env.replay == nil {
-			time.Sleep(time.Duration(min(attempt+1, 10)) * 20 * time.Millisecond)
+		if !errors.Is(err, runtime.ErrDeletionInProgress) {
+			if failed++; failed >= maxDeleteErrors {
+				return err
+			}
 		}
+		if t.env.replay == nil {
+			time.Sleep(time.Duration(min(calls, 10)) * 20 * time.Millisecond)
+		}
+	}
+	if errors.Is(err, runtime.ErrDeletionInProgress) {
+		what := fmt.Sprintf("Delete stayed in progress for %d calls", calls)
+		if budget < maxDeleteCalls {
+			what = fmt.Sprintf("Delete stayed in progress, as an earlier deletion of this module did for %d calls (this one got %d)", maxDeleteCalls, calls)
+		} else {
+			t.env.neverDeletes.Store(true)
+		}
+		return fmt.Errorf("%s: a deletion that never finishes keeps the Machine's finalizer forever (machine-controller calls Delete until it is done); last answer: %w", what, err)
 	}
 	return err
 }

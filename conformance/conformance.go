@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmprov/wasmprov/cassette"
@@ -144,6 +145,9 @@ type env struct {
 	denied          *deniedLog
 	loadErr         error
 	stateful        bool
+	// neverDeletes is set once a Delete stayed in progress for its whole
+	// budget: later deletions get one call, not another budget each.
+	neverDeletes atomic.Bool
 }
 
 // Run runs the suite. The error reports a run that could not start (an

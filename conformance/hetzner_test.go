@@ -39,7 +39,11 @@ func hetznerConfig(t *testing.T) conformance.Config {
 }
 
 func startHetzner(t *testing.T) string {
-	sim := hcloudsim.New(hcloudsim.Options{Token: hetznerToken, BootDuration: 50 * time.Millisecond, ActionDuration: 20 * time.Millisecond})
+	// Each deleted server is seen deleting once: every Delete of the
+	// async_delete provider answers IN_PROGRESS before it is done, the
+	// same way live and in the cassette.
+	sim := hcloudsim.New(hcloudsim.Options{Token: hetznerToken, BootDuration: 50 * time.Millisecond, ActionDuration: 20 * time.Millisecond,
+		DeleteReads: 1})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	return srv.URL

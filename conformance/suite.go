@@ -127,14 +127,15 @@ var Checks = []Check{
 	{
 		ID:    "delete.missing-ok",
 		Title: "Delete of a missing instance succeeds",
-		Doc:   "Delete of a Machine that was never created returns OK.",
+		Doc:   "Delete of a Machine that was never created returns OK (for an async_delete module, after at most 30 IN_PROGRESS answers).",
 		Why:   "machine-controller calls Delete until it returns nil before it removes its finalizer; an error blocks the Machine's deletion forever.",
 		run:   checkDeleteMissing,
 	},
 	{
 		ID:    "delete.removes",
 		Title: "Delete removes the instance",
-		Doc: "Create, then Delete until it returns OK (ERROR means in progress), then Get returns not-found " +
+		Doc: "Create, then Delete until it returns OK (ERROR means in progress, as does IN_PROGRESS from an " +
+			"async_delete module; a deletion still in progress after 30 calls fails), then Get returns not-found " +
 			"or status deleted.",
 		Why:      "A Delete that reports success while the instance lives leaks it: the controller drops the Machine.",
 		Stateful: true,

@@ -10,7 +10,7 @@
 //
 // It is a package of its own so that package runtime does not depend on the
 // guest SDK: runtime offers the engine-neutral seam (Runtime.LoadFunc,
-// NativeHost), and this package adapts the SDK's Dispatch onto it.
+// NativeHost), and this package adapts the SDK's dispatcher onto it.
 package native
 
 import (
@@ -26,7 +26,9 @@ import (
 // WithPolicy option's policy grants from it as for a module.
 func Load(rt *runtime.Runtime, name string, p provider.Provider, declared abi.Capability, opts ...runtime.LoadOption) (*runtime.Provider, error) {
 	return rt.LoadFunc(name, declared, func(ctx context.Context, h runtime.NativeHost, m abi.Method) abi.Status {
-		return provider.Dispatch(ctx, h, p, m)
+		// The declaration decides the error mapping (DeletionInProgress is
+		// IN_PROGRESS only with abi.CapAsyncDelete), as the module's would.
+		return provider.DispatchDeclared(ctx, h, p, declared|abi.CapLog, m)
 	}, opts...)
 }
 

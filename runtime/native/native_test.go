@@ -99,3 +99,41 @@ func TestLoadFuncRefusesNilFunc(t *testing.T) {
 		t.Errorf("LoadFunc(nil): %q, want %q", err, want)
 	}
 }
+
+// slowDelete answers Delete in progress twice, then done.
+type slowDelete struct {
+	fakeprovider.Provider
+	calls *int
+}
+
+func (s slowDelete) Delete(context.Context, *provider.Machine) error {
+	if *s.calls++; *s.calls < 3 {
+		return provider.DeletionInProgress(0, "call %d", *s.calls)
+	}
+	return nil
+}
+
+// The declaration passed to Load decides the SDK's mapping, as a module's
+// would: IN_PROGRESS only with async_delete, a retriable error without.
+func TestLoadMapsDeletionInProgressByDeclaration(t *testing.T) {
+	rt := testhost.NewRuntime(t)
+	n := 0
+	p, err := native.Load(rt, "async", slowDelete{calls: &n}, abi.CapAsyncDelete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, false, true} {
+		if done, err := p.Calls().Cleanup(context.Background(), machine("m"), nil); done != want || err != nil {
+			t.Fatalf("async Cleanup call %d = (%v, %v), want (%v, nil)", i+1, done, err, want)
+		}
+	}
+	n = 0
+	old, err := native.Load(rt, "sync", slowDelete{calls: &n}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := old.Calls().Cleanup(context.Background(), machine("m"), nil)
+	if done || err == nil || errors.Is(err, runtime.ErrDeletionInProgress) || runtime.ErrorClass(err) != runtime.ClassTransient {
+		t.Fatalf("Cleanup without async_delete = (%v, %v), want a transient error that is not IN_PROGRESS", done, err)
+	}
+}

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -122,6 +123,9 @@ func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 	}
 	showCloud(sim, "cloud after create")
 	showMachines(cluster, machines)
+	if err := showMetrics(ctx, p, cluster, machines); err != nil {
+		return err
+	}
 
 	say("demo", "deleting 3 machines concurrently (their PV volumes are detached first)")
 	sim.ResetRequests()
@@ -270,6 +274,15 @@ func remove(ctx context.Context, p cloud.ContextProvider, c *hetznertest.Cluster
 		if err == nil {
 			break
 		}
+		if errors.Is(err, runtime.ErrDeletionInProgress) {
+			// The provider declares async_delete: Delete returned while
+			// the cloud deletes; call again, as the controller would.
+			d := 500 * time.Millisecond
+			say(m.Name, "Delete: %v; calling again in %v", err, d)
+			time.Sleep(d)
+			cur, _ = c.Machines.Get(m.Namespace, m.Name)
+			continue
+		}
 		d, ok := cloudRetry(err)
 		if !ok {
 			return fmt.Errorf("%s: Delete: %w", m.Name, err)
@@ -282,6 +295,27 @@ func remove(ctx context.Context, p cloud.ContextProvider, c *hetznertest.Cluster
 	say(m.Name, "Delete: done; finalizers now %v", cur.Finalizers)
 	if _, err := p.Get(ctx, cur); err != nil {
 		say(m.Name, "Get after Delete: %v", err)
+	}
+	return nil
+}
+
+// showMetrics runs the provider's SetMetricsForMachines over the Machines
+// and prints the samples the host would expose.
+func showMetrics(ctx context.Context, p *runtime.Provider, c *hetznertest.Cluster, machines []*clusterv1alpha1.Machine) error {
+	var list clusterv1alpha1.MachineList
+	for _, m := range machines {
+		cur, err := c.Machines.Get(m.Namespace, m.Name)
+		if err != nil {
+			return err
+		}
+		list.Items = append(list.Items, *cur)
+	}
+	if err := p.Calls().SetMetricsForMachines(ctx, list, nil); err != nil {
+		return fmt.Errorf("SetMetricsForMachines: %w", err)
+	}
+	for _, s := range p.MetricSamples() {
+		say("metrics", "%s%s{location=%q,server_type=%q} %v", runtime.MetricNamePrefix(p.Name()), s.Name,
+			s.Labels["location"], s.Labels["server_type"], s.Value)
 	}
 	return nil
 }

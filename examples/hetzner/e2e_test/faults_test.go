@@ -90,9 +90,7 @@ func TestAPIFaults(t *testing.T) {
 				t.Fatal("a failed Delete must keep the server's finalizer")
 			}
 			inj.Remove()
-			if err := f.p.Delete(f.ctx, f.fresh(m), f.cluster.Data()); err != nil {
-				t.Fatal(err)
-			}
+			f.deleteDone(t, m)
 			if len(f.serversOf(m)) != 0 || has(f.fresh(m).Finalizers, hzprovider.Finalizer) {
 				t.Fatal("server or finalizer left after Delete")
 			}
@@ -136,8 +134,8 @@ func TestInterruptedCreate(t *testing.T) {
 			if f.fresh(m).Annotations[hzprovider.ServerIDAnnotation] != inst.ID() {
 				t.Fatal("retry did not record the server")
 			}
-			if err := f.p.Delete(f.ctx, f.fresh(m), f.cluster.Data()); err != nil || len(f.serversOf(m)) != 0 {
-				t.Fatalf("cleanup: %v", err)
+			if f.deleteDone(t, m); len(f.serversOf(m)) != 0 {
+				t.Fatalf("cleanup left %+v", f.serversOf(m))
 			}
 		})
 		t.Run("annotation write fails", func(t *testing.T) {
@@ -163,9 +161,7 @@ func TestInterruptedCreate(t *testing.T) {
 			if len(f.serversOf(m)) != 1 || f.fresh(m).Annotations[hzprovider.ServerIDAnnotation] == "" {
 				t.Fatalf("servers %+v annotations %v", f.serversOf(m), f.fresh(m).Annotations)
 			}
-			if err := f.p.Delete(f.ctx, f.fresh(m), f.cluster.Data()); err != nil {
-				t.Fatal(err)
-			}
+			f.deleteDone(t, m)
 		})
 		t.Run("conflicting writer", func(t *testing.T) {
 			m := f.machine("conflict", nil)
@@ -177,9 +173,7 @@ func TestInterruptedCreate(t *testing.T) {
 			if !has(cur.Finalizers, hzprovider.Finalizer) || cur.Annotations[hzprovider.ServerIDAnnotation] == "" {
 				t.Fatalf("updates lost on conflict: %v %v", cur.Finalizers, cur.Annotations)
 			}
-			if err := f.p.Delete(f.ctx, cur, f.cluster.Data()); err != nil {
-				t.Fatal(err)
-			}
+			f.deleteDone(t, cur)
 		})
 		if len(f.sim.Servers()) != 0 || len(f.sim.SSHKeys()) != 0 {
 			t.Fatalf("left behind: %+v %+v", f.sim.Servers(), f.sim.SSHKeys())
@@ -222,9 +216,7 @@ func TestStuckInitializing(t *testing.T) {
 		if n := len(f.serversOf(m)); n != 1 {
 			t.Fatalf("%d servers", n)
 		}
-		if err := f.p.Delete(f.ctx, f.fresh(m), f.cluster.Data()); err != nil {
-			t.Fatal(err)
-		}
+		f.deleteDone(t, m)
 		if n := len(f.serversOf(m)); n != 0 || has(f.fresh(m).Finalizers, hzprovider.Finalizer) {
 			t.Fatalf("%d servers left, finalizers %v", n, f.fresh(m).Finalizers)
 		}

@@ -183,9 +183,9 @@ func TestLifecycle(t *testing.T) {
 			}
 		}
 		f.sim.ResetRequests()
-		if err := f.p.Delete(f.ctx, cur, f.cluster.Data()); err != nil {
-			t.Fatal(err)
-		}
+		// The server deletes asynchronously (for the simulator's
+		// DeleteDelay): Delete is called until it is done.
+		f.deleteDone(t, cur)
 		if n := len(f.serversOf(cur)); n != 0 {
 			t.Fatalf("%d servers after Delete", n)
 		}

@@ -62,7 +62,7 @@ func (s *Sim) serveServers(r *http.Request, parts []string, now time.Time) (any,
 			if q.Has("name") && q.Get("name") != srv.Name {
 				continue
 			}
-			if !matchAny(q["status"], srv.Status) || !sel(srv.Labels) {
+			if !matchAny(q["status"], srv.Status) || !sel(srv.Labels) || !s.read(srv, now) {
 				continue
 			}
 			items = append(items, srv.Server)
@@ -79,6 +79,9 @@ func (s *Sim) serveServers(r *http.Request, parts []string, now time.Time) (any,
 	}
 	id, _ := strconv.ParseInt(parts[1], 10, 64)
 	srv, ok := s.servers[id]
+	if ok && len(parts) == 2 && r.Method == http.MethodGet {
+		ok = s.read(srv, now)
+	}
 	if !ok {
 		return nil, 0, notFound("server", parts[1])
 	}
@@ -107,14 +110,11 @@ func (s *Sim) serveServers(r *http.Request, parts []string, now time.Time) (any,
 		}
 		return map[string]any{"server": srv.Server}, 200, nil
 	case len(parts) == 2 && r.Method == http.MethodDelete:
-		if srv.deleteAt != nil {
-			// Deleting twice is harmless: the same kind of action again.
-			a := s.newAction(now, "delete_server", []ActionResource{{srv.ID, "server"}}, nil)
-			return map[string]any{"action": a.render(now)}, 200, nil
+		if srv.deleting {
+			// Deleting twice is harmless: the deletion's action again.
+			return map[string]any{"action": srv.deletion.render(now)}, 200, nil
 		}
-		srv.Status = "deleting"
-		at := now.Add(s.opts.ActionDuration)
-		srv.deleteAt = &at
+		srv.Status, srv.deleting = "deleting", true
 		for _, vid := range srv.Volumes {
 			if v, ok := s.volumes[vid]; ok {
 				v.Server = nil
@@ -123,6 +123,18 @@ func (s *Sim) serveServers(r *http.Request, parts []string, now time.Time) (any,
 		}
 		srv.Volumes = []int64{}
 		a := s.newAction(now, "delete_server", []ActionResource{{srv.ID, "server"}}, nil)
+		srv.deletion = a
+		switch {
+		case s.opts.DeleteReads > 0:
+			// Done when the reads are spent, whatever the clock says.
+			srv.byReads, srv.readsLeft = true, s.opts.DeleteReads
+			a.done = now.Add(100 * 365 * 24 * time.Hour)
+		case s.opts.DeleteDelay < 0:
+			s.remove(srv, now)
+		default:
+			srv.deleteAt = now.Add(s.opts.DeleteDelay)
+			a.done = srv.deleteAt
+		}
 		return map[string]any{"action": a.render(now)}, 200, nil
 	}
 	return nil, 0, errf(405, "method_not_allowed", "method not allowed")

@@ -7,7 +7,10 @@
 // pagination (page/per_page and meta.pagination), bearer-token auth, the
 // RateLimit-* headers with 429 rate_limit_exceeded when the budget is spent,
 // and actions whose status moves from running to success over time, as a
-// server moves from initializing to running.
+// server moves from initializing to running. Deletion is asynchronous, as
+// Hetzner's: DELETE /servers/{id} answers a running action and the server
+// stays listed as "deleting" for a while (DeleteDelay, or a number of reads
+// with DeleteReads) before it disappears.
 //
 // Tests steer it with Inject (latency, 5xx, 429, garbage or truncated
 // bodies, dropped connections, before or after the real handler ran) and
@@ -40,6 +43,18 @@ type Options struct {
 	// BootDuration is how long a new server stays "initializing" (default
 	// 500ms).
 	BootDuration time.Duration
+	// DeleteDelay is how long a deleted server stays listed with status
+	// "deleting" before it disappears, and its delete_server action
+	// "running" (default ActionDuration). Negative: it disappears with the
+	// DELETE answer, whose action has succeeded already.
+	DeleteDelay time.Duration
+	// DeleteReads, when positive, replaces DeleteDelay by a count that
+	// does not depend on the clock: a deleted server is in the answers of
+	// DeleteReads reads (GET /servers listings and GET /servers/{id} that
+	// would show it) as "deleting", and gone from the next one on. Tests
+	// use it to see a provider's Delete find the server deleting on a
+	// given call.
+	DeleteReads int
 	// RateLimit is the request budget per hour (default 3600, as Hetzner's
 	// default project limit); the budget refills evenly over the hour.
 	RateLimit int
@@ -75,7 +90,15 @@ type server struct {
 	Server
 	userData string
 	bootAt   time.Time
-	deleteAt *time.Time
+	// deleting is set by DELETE; the server then disappears at deleteAt
+	// or, counting reads (Options.DeleteReads), once readsLeft is spent.
+	deleting  bool
+	byReads   bool
+	deleteAt  time.Time
+	readsLeft int
+	// deletion is the DELETE's action, which succeeds when the server is
+	// gone.
+	deletion *action
 }
 
 type action struct {
@@ -108,6 +131,9 @@ func New(opts Options) *Sim {
 	}
 	if opts.BootDuration <= 0 {
 		opts.BootDuration = 500 * time.Millisecond
+	}
+	if opts.DeleteDelay == 0 {
+		opts.DeleteDelay = opts.ActionDuration
 	}
 	if opts.RateLimit <= 0 {
 		opts.RateLimit = 3600
@@ -208,7 +234,8 @@ type ServerInfo struct {
 	Status  string
 	Labels  map[string]string
 	Volumes []int64
-	IPv4    string
+	// IPv4 is the public IPv4, empty for a server without one.
+	IPv4 string
 	// UserData is the user_data the server was created with.
 	UserData string
 	SSHKeys  int
@@ -222,10 +249,15 @@ func (s *Sim) Servers() []ServerInfo {
 	s.advance(now)
 	out := make([]ServerInfo, 0, len(s.servers))
 	for _, srv := range s.servers {
-		out = append(out, ServerInfo{
+		info := ServerInfo{
 			ID: srv.ID, Name: srv.Name, Status: srv.Status, Labels: copyMap(srv.Labels),
-			Volumes: append([]int64(nil), srv.Volumes...), IPv4: srv.PublicNet.IPv4.IP, UserData: srv.userData,
-		})
+			Volumes: append([]int64(nil), srv.Volumes...), UserData: srv.userData,
+		}
+		// A server created with enable_ipv4 false has none.
+		if v4 := srv.PublicNet.IPv4; v4 != nil {
+			info.IPv4 = v4.IP
+		}
+		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -327,19 +359,13 @@ func copyMap(m map[string]string) map[string]string {
 func (s *Sim) advance(now time.Time) {
 	for _, a := range s.actions {
 		if a.Status == "running" && !now.Before(a.done) {
-			a.Status, a.Progress = "success", 100
-			f := ts(a.done)
-			a.Finished = &f
-			if a.onEnd != nil {
-				a.onEnd()
-				a.onEnd = nil
-			}
+			a.finish(a.done)
 		}
 	}
-	for id, srv := range s.servers {
-		if srv.deleteAt != nil {
-			if !now.Before(*srv.deleteAt) {
-				delete(s.servers, id)
+	for _, srv := range s.servers {
+		if srv.deleting {
+			if !srv.byReads && !now.Before(srv.deleteAt) {
+				s.remove(srv, srv.deleteAt)
 			}
 			continue
 		}
@@ -347,6 +373,45 @@ func (s *Sim) advance(now time.Time) {
 			srv.Status = "running"
 		}
 	}
+}
+
+// finish makes a running action succeed at time at.
+func (a *action) finish(at time.Time) {
+	if a.Status != "running" {
+		return
+	}
+	a.Status, a.Progress = "success", 100
+	f := ts(at)
+	a.Finished = &f
+	if a.onEnd != nil {
+		a.onEnd()
+		a.onEnd = nil
+	}
+}
+
+// remove makes a deleting server disappear at time at, and its delete
+// action succeed. Called with s.mu held.
+func (s *Sim) remove(srv *server, at time.Time) {
+	delete(s.servers, srv.ID)
+	if srv.deletion != nil {
+		srv.deletion.done = at
+		srv.deletion.finish(at)
+	}
+}
+
+// read counts one API read of srv and reports whether srv is still there
+// to be shown: a server deleting by reads (Options.DeleteReads) vanishes
+// once its reads are spent. Called with s.mu held.
+func (s *Sim) read(srv *server, now time.Time) bool {
+	if !srv.deleting || !srv.byReads {
+		return true
+	}
+	if srv.readsLeft <= 0 {
+		s.remove(srv, now)
+		return false
+	}
+	srv.readsLeft--
+	return true
 }
 
 func (s *Sim) newAction(now time.Time, command string, res []ActionResource, onEnd func()) *action {

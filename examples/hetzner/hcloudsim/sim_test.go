@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -121,5 +122,125 @@ func TestRateLimitAndFaults(t *testing.T) {
 	req, _ := http.NewRequest("GET", s.URL+"/locations", nil)
 	if _, err := http.DefaultClient.Do(req); err == nil {
 		t.Fatal("dropped connection answered")
+	}
+}
+
+// createServer creates a server and returns its ID as the API renders it.
+func createServer(t *testing.T, s *Running, body string) string {
+	t.Helper()
+	code, _, m := do(t, s, "POST", "/servers", s.Token(), body)
+	if code != 201 {
+		t.Fatalf("create: %d %v", code, m)
+	}
+	return jsonID(m["server"].(map[string]any)["id"])
+}
+
+func actionStatus(t *testing.T, s *Running, id string) string {
+	t.Helper()
+	_, _, m := do(t, s, "GET", "/actions/"+id, s.Token(), "")
+	return m["action"].(map[string]any)["status"].(string)
+}
+
+// With DeleteReads, a deleted server is seen "deleting" by exactly that
+// many reads, whatever the clock, then it is gone and its action done.
+func TestDeleteByReads(t *testing.T) {
+	s := start(t, Options{DeleteReads: 2, ActionDuration: time.Millisecond})
+	id := createServer(t, s, `{"name":"a","server_type":"cx22","image":"ubuntu-24.04","labels":{"machine-uid":"u1"}}`)
+	code, _, m := do(t, s, "DELETE", "/servers/"+id, s.Token(), "")
+	if code != 200 || m["action"].(map[string]any)["status"] != "running" {
+		t.Fatalf("delete %d %v", code, m)
+	}
+	action := jsonID(m["action"].(map[string]any)["id"])
+	time.Sleep(5 * time.Millisecond) // far beyond ActionDuration: the clock must not matter
+	if code, _, m = do(t, s, "GET", "/servers/"+id, s.Token(), ""); code != 200 || m["server"].(map[string]any)["status"] != "deleting" {
+		t.Fatalf("first read: %d %v", code, m)
+	}
+	// A listing that does not show the server is no read of it.
+	if _, _, m = do(t, s, "GET", "/servers?label_selector=machine-uid%3D%3Dother", s.Token(), ""); len(m["servers"].([]any)) != 0 {
+		t.Fatalf("other selector: %v", m)
+	}
+	if st := actionStatus(t, s, action); st != "running" {
+		t.Fatalf("action while deleting: %s", st)
+	}
+	_, _, m = do(t, s, "GET", "/servers?label_selector=machine-uid%3D%3Du1", s.Token(), "")
+	if srvs := m["servers"].([]any); len(srvs) != 1 || srvs[0].(map[string]any)["status"] != "deleting" {
+		t.Fatalf("second read: %v", m)
+	}
+	if got := s.Servers(); len(got) != 1 || got[0].Status != "deleting" {
+		t.Fatalf("Servers() while deleting: %+v", got) // and it is no read
+	}
+	// Deleting again answers the same, still running, action.
+	if code, _, m = do(t, s, "DELETE", "/servers/"+id, s.Token(), ""); code != 200 || jsonID(m["action"].(map[string]any)["id"]) != action {
+		t.Fatalf("second delete: %d %v", code, m)
+	}
+	_, _, m = do(t, s, "GET", "/servers?label_selector=machine-uid%3D%3Du1", s.Token(), "")
+	if srvs := m["servers"].([]any); len(srvs) != 0 {
+		t.Fatalf("third read still lists %v", srvs)
+	}
+	if code, _, _ = do(t, s, "GET", "/servers/"+id, s.Token(), ""); code != 404 {
+		t.Fatalf("after the reads: %d", code)
+	}
+	if st := actionStatus(t, s, action); st != "success" {
+		t.Fatalf("action after deletion: %s", st)
+	}
+}
+
+// DeleteDelay follows the injected clock; a negative one deletes at once.
+func TestDeleteDelay(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	tick := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := start(t, Options{Now: clock, DeleteDelay: 10 * time.Second})
+	id := createServer(t, s, `{"name":"a","server_type":"cx22","image":"ubuntu-24.04"}`)
+	_, _, m := do(t, s, "DELETE", "/servers/"+id, s.Token(), "")
+	action := jsonID(m["action"].(map[string]any)["id"])
+	tick(9 * time.Second)
+	for i := 0; i < 3; i++ { // reads do not count here
+		if code, _, m := do(t, s, "GET", "/servers/"+id, s.Token(), ""); code != 200 || m["server"].(map[string]any)["status"] != "deleting" {
+			t.Fatalf("at 9s: %d %v", code, m)
+		}
+	}
+	tick(time.Second)
+	if code, _, _ := do(t, s, "GET", "/servers/"+id, s.Token(), ""); code != 404 {
+		t.Fatalf("at 10s: %d", code)
+	}
+	if st := actionStatus(t, s, action); st != "success" {
+		t.Fatalf("action: %s", st)
+	}
+
+	s = start(t, Options{Now: clock, DeleteDelay: -1})
+	id = createServer(t, s, `{"name":"b","server_type":"cx22","image":"ubuntu-24.04"}`)
+	code, _, m := do(t, s, "DELETE", "/servers/"+id, s.Token(), "")
+	if code != 200 || m["action"].(map[string]any)["status"] != "success" {
+		t.Fatalf("immediate delete: %d %v", code, m)
+	}
+	if code, _, _ := do(t, s, "GET", "/servers/"+id, s.Token(), ""); code != 404 {
+		t.Fatalf("after an immediate delete: %d", code)
+	}
+}
+
+// A server created without a public IPv4 has "ipv4": null; the test
+// snapshot and GET /_sim/state used to dereference it.
+func TestServerWithoutIPv4(t *testing.T) {
+	s := start(t, Options{})
+	createServer(t, s, `{"name":"v6only","server_type":"cx22","image":"ubuntu-24.04","public_net":{"enable_ipv4":false,"enable_ipv6":true}}`)
+	_, _, m := do(t, s, "GET", "/servers", s.Token(), "")
+	if pn := m["servers"].([]any)[0].(map[string]any)["public_net"].(map[string]any); pn["ipv4"] != nil || pn["ipv6"] == nil {
+		t.Fatalf("public_net %v", pn)
+	}
+	if got := s.Servers(); len(got) != 1 || got[0].IPv4 != "" || got[0].Name != "v6only" {
+		t.Fatalf("Servers() = %+v", got)
+	}
+	req, _ := http.NewRequest("GET", "http://"+s.Addr+"/_sim/state", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var state struct{ Servers []ServerInfo }
+	if err := json.NewDecoder(resp.Body).Decode(&state); resp.StatusCode != 200 || err != nil || len(state.Servers) != 1 {
+		t.Fatalf("/_sim/state: %d %v %+v", resp.StatusCode, err, state)
 	}
 }

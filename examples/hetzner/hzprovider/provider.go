@@ -53,9 +53,10 @@ type Provider struct {
 	ActionTimeout time.Duration
 }
 
-// Register registers a Provider over newAPI with the capabilities it needs.
+// Register registers a Provider over newAPI with the capabilities it
+// needs, and async_delete: Delete returns while the cloud deletes.
 func Register(newAPI NewAPI) {
-	provider.Register(&Provider{NewAPI: newAPI}, provider.Needs(Capabilities...))
+	provider.Register(&Provider{NewAPI: newAPI}, provider.Needs(Capabilities...), provider.AsyncDelete())
 }
 
 func (p *Provider) api(c *Config) API { return p.NewAPI(c.Endpoint, c.Token) }
@@ -351,8 +352,16 @@ func tempSSHKey(ctx context.Context, api API, uid string) (int64, error) {
 	return id, nil
 }
 
-// Delete detaches the volumes of the Machine's PersistentVolumes, deletes
-// the server, and removes the finalizer once the server is gone.
+// DeleteRetryAfter is when Delete asks to be called again while the
+// server is being deleted: Hetzner deletes a server in a few seconds.
+const DeleteRetryAfter = 2 * time.Second
+
+// Delete detaches the volumes of the Machine's PersistentVolumes, starts
+// the server's deletion and returns provider.DeletionInProgress while the
+// server still exists (the provider declares async_delete, so the
+// controller calls again rather than this call waiting for the cloud).
+// Once no server carries the Machine's UID, it removes the temporary SSH
+// keys and the finalizer and returns nil.
 func (p *Provider) Delete(ctx context.Context, m *provider.Machine) error {
 	c, err := getConfig(ctx, m.Spec, true)
 	if err != nil {
@@ -369,26 +378,23 @@ func (p *Provider) Delete(ctx context.Context, m *provider.Machine) error {
 			break
 		}
 		if s.Status == "deleting" {
-			if gone, err := p.waitGone(ctx, api, s.ID); err != nil || !gone {
-				return stillDeleting(s.ID, err)
-			}
-			continue
+			return provider.DeletionInProgress(DeleteRetryAfter, "server %d is still being deleted", s.ID)
 		}
 		if err := p.detachVolumes(ctx, api, s); err != nil {
 			return err
 		}
-		action, err := api.DeleteServer(ctx, s.ID)
-		if err != nil && !IsNotFound(err) {
+		if _, err := api.DeleteServer(ctx, s.ID); err != nil && !IsNotFound(err) {
 			return classify(err, "failed to delete the server")
 		}
-		log.Info("server deleted", "id", s.ID)
-		if err == nil {
-			if err := p.wait(ctx, api, action); err != nil {
-				return stillDeleting(s.ID, err)
-			}
+		log.Info("server deletion started", "id", s.ID)
+		// A cloud that deletes at once lets this call finish the job (and
+		// look for another server with the UID); otherwise, call again.
+		left, err := api.Server(ctx, s.ID)
+		if err != nil {
+			return classify(err, "failed to get server")
 		}
-		if gone, err := p.waitGone(ctx, api, s.ID); err != nil || !gone {
-			return stillDeleting(s.ID, err)
+		if left != nil {
+			return provider.DeletionInProgress(DeleteRetryAfter, "server %d: delete requested, status %s", s.ID, left.Status)
 		}
 	}
 	// Keys a crashed Create could not remove.
@@ -407,18 +413,6 @@ func (p *Provider) Delete(ctx context.Context, m *provider.Machine) error {
 		}
 	}
 	return nil
-}
-
-func stillDeleting(id int64, err error) error {
-	var te *provider.TerminalError
-	if errors.As(err, &te) {
-		return err
-	}
-	msg := fmt.Sprintf("server %d is still being deleted", id)
-	if err != nil {
-		msg += ": " + err.Error()
-	}
-	return &provider.RetryableError{RetryAfter: 5 * time.Second, Err: errors.New(msg)}
 }
 
 // detachVolumes detaches the server's volumes that back PersistentVolumes
@@ -471,24 +465,6 @@ func (p *Provider) wait(ctx context.Context, api API, action int64) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return api.WaitForAction(ctx, action)
-}
-
-// waitGone polls until the server no longer exists, for a few seconds.
-func (p *Provider) waitGone(ctx context.Context, api API, id int64) (bool, error) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s, err := api.Server(ctx, id)
-		if err != nil {
-			return false, classify(err, "failed to get server")
-		}
-		if s == nil {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // MigrateUID relabels the Machine's server with the new UID. Servers made

@@ -124,6 +124,22 @@ func decodeMachine(d []byte, m *Machine) error {
 	})
 }
 
+// decodeMachineList decodes the items of a MachineList; its own metadata
+// (a resourceVersion, a continue token) means nothing to a provider.
+func decodeMachineList(d []byte) ([]Machine, error) {
+	var items []Machine
+	err := jsonscan.Object(d, func(k []byte, v []byte) error {
+		if string(k) != "items" {
+			return nil
+		}
+		return jsonscan.Array(v, func(item []byte) error {
+			items = append(items, Machine{})
+			return decodeMachine(item, &items[len(items)-1])
+		})
+	})
+	return items, err
+}
+
 func decodeConfig(d []byte, c *Config) error {
 	return jsonscan.Object(d, func(k []byte, v []byte) (err error) {
 		switch string(k) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
 )
@@ -39,10 +40,19 @@ func hostFrom(ctx context.Context) (Host, error) {
 }
 
 // Dispatch runs method m of p against h and returns the status the export
-// reports. The wasm exports call it with the registered provider; a native
-// host (package runtime/native) calls it with a provider value. Provider authors
+// reports, for a provider declaring what Register declared (Capabilities).
+// The wasm exports call it with the registered provider. Provider authors
 // never call it.
-func Dispatch(ctx context.Context, h Host, p Provider, m abi.Method) (status abi.Status) {
+func Dispatch(ctx context.Context, h Host, p Provider, m abi.Method) abi.Status {
+	return DispatchDeclared(ctx, h, p, registered.caps, m)
+}
+
+// DispatchDeclared is Dispatch for a provider declaring declared, which
+// decides how errors map onto statuses (DeletionInProgress is IN_PROGRESS
+// only with abi.CapAsyncDelete). A native host (package runtime/native)
+// calls it with a provider value and the capabilities it serves it with.
+// Provider authors never call it.
+func DispatchDeclared(ctx context.Context, h Host, p Provider, declared abi.Capability, m abi.Method) (status abi.Status) {
 	if p == nil {
 		h.SetError("", "no provider registered: call provider.Register from init", 0)
 		return abi.StatusError
@@ -58,11 +68,11 @@ func Dispatch(ctx context.Context, h Host, p Provider, m abi.Method) (status abi
 	}()
 	out, err := call(ctx, h, p, m)
 	if err != nil {
-		return reportError(h, err)
+		return reportError(h, err, m, declared)
 	}
 	if out != nil {
 		if err := h.Output(out); err != nil {
-			return reportError(h, err)
+			return reportError(h, err, m, declared)
 		}
 	}
 	return abi.StatusOK
@@ -141,6 +151,8 @@ func call(ctx context.Context, h Host, p Provider, m abi.Method) ([]byte, error)
 			return nil, err
 		}
 		return nil, p.MigrateUID(ctx, machine, string(uid))
+	case abi.MethodSetMetricsForMachines:
+		return setMetrics(ctx, h, p)
 	}
 	return nil, fmt.Errorf("unknown method %d", m)
 }
@@ -186,8 +198,36 @@ func instanceOutput(inst *Instance, err error) ([]byte, error) {
 	})
 }
 
+// setMetrics serves SetMetricsForMachines: a provider without
+// MetricsReporter answers OK without output, which the host reads as no
+// samples (and it never pays for the MachineList).
+func setMetrics(ctx context.Context, h Host, p Provider) ([]byte, error) {
+	r, ok := p.(MetricsReporter)
+	if !ok {
+		return nil, nil
+	}
+	b, err := h.Input(abi.InputMachineList)
+	if err != nil {
+		return nil, err
+	}
+	machines, err := decodeMachineList(b)
+	if err != nil {
+		return nil, fmt.Errorf("failed to decode the machine list: %w", err)
+	}
+	metrics, err := r.SetMetricsForMachines(ctx, machines)
+	if err != nil {
+		return nil, err
+	}
+	if metrics == nil {
+		metrics = []Metric{}
+	}
+	return json.Marshal(abi.MetricSamples{Metrics: metrics})
+}
+
 // reportError maps err onto a status and hands the message to the host.
-func reportError(h Host, err error) abi.Status {
+// declared is what the module declared: an SDK module never returns a
+// status its declaration does not allow.
+func reportError(h Host, err error, m abi.Method, declared abi.Capability) abi.Status {
 	var te *TerminalError
 	if errors.As(err, &te) {
 		h.SetError(string(te.Reason), te.Message, 0)
@@ -196,6 +236,24 @@ func reportError(h Host, err error) abi.Status {
 	if errors.Is(err, ErrInstanceNotFound) {
 		h.SetError("", err.Error(), 0)
 		return abi.StatusNotFound
+	}
+	if errors.Is(err, ErrDeletionInProgress) {
+		msg, retry := err.Error(), time.Duration(0)
+		var ip *DeletionInProgressError
+		if errors.As(err, &ip) {
+			retry = ip.RetryAfter
+			if err == error(ip) && ip.Message != "" {
+				// The host says "deletion in progress" itself.
+				msg = ip.Message
+			}
+		}
+		if m == abi.MethodDelete && declared.Has(abi.CapAsyncDelete) {
+			h.SetError("", msg, retry.Milliseconds())
+			return abi.StatusInProgress
+		}
+		// What a provider meant before IN_PROGRESS: not done, call again.
+		h.SetError("", err.Error(), retry.Milliseconds())
+		return abi.StatusError
 	}
 	var re *RetryableError
 	if errors.As(err, &re) {

@@ -63,3 +63,43 @@ func (e *RetryableError) Unwrap() error { return e.Err }
 // operation, ...) and Message is the host's explanation. It is abi's type,
 // so the native runner (runtime/native) returns the very same one.
 type HostError = abi.HostError
+
+// ErrDeletionInProgress says that Delete has started deleting the instance
+// and has not finished: the controller calls Delete again later, and the
+// deletion counts as done only when Delete returns nil. Return it from
+// Delete through DeletionInProgress (or wrap it) instead of waiting inside
+// the call for a cloud that deletes asynchronously.
+//
+// It becomes the ABI's IN_PROGRESS status only for a provider registered
+// with AsyncDelete: a host that predates IN_PROGRESS refuses such a module
+// at load, so the module never meets one that would misread the status.
+// Without AsyncDelete, and from any method but Delete, it is reported as a
+// retriable error carrying the same message and retry hint, which is what
+// a provider written before IN_PROGRESS returned in the same situation.
+var ErrDeletionInProgress = errors.New("deletion in progress")
+
+// DeletionInProgressError is the error DeletionInProgress returns: a
+// progress note for the controller's log and the Machine's events, and
+// when to call Delete again (0: the controller's own schedule). It matches
+// ErrDeletionInProgress with errors.Is.
+type DeletionInProgressError struct {
+	RetryAfter time.Duration
+	Message    string
+}
+
+func (e *DeletionInProgressError) Error() string {
+	if e.Message == "" {
+		return ErrDeletionInProgress.Error()
+	}
+	return ErrDeletionInProgress.Error() + ": " + e.Message
+}
+
+// Is makes errors.Is(err, ErrDeletionInProgress) true.
+func (e *DeletionInProgressError) Is(target error) bool { return target == ErrDeletionInProgress }
+
+// DeletionInProgress returns a *DeletionInProgressError: Delete has
+// started and the controller should call it again after retryAfter. The
+// formatted message is a progress note such as "server 42 is deleting".
+func DeletionInProgress(retryAfter time.Duration, format string, args ...any) error {
+	return &DeletionInProgressError{RetryAfter: retryAfter, Message: fmt.Sprintf(format, args...)}
+}

@@ -70,6 +70,12 @@ func exportMachineMetricsLabels() int32 { return serve(abi.MethodMachineMetricsL
 //go:wasmexport wasmprov_migrate_uid
 func exportMigrateUID() int32 { return serve(abi.MethodMigrateUID) }
 
+// The optional method: the SDK always exports it, and a provider that does
+// not implement MetricsReporter answers it with no samples.
+//
+//go:wasmexport wasmprov_set_metrics_for_machines
+func exportSetMetricsForMachines() int32 { return serve(abi.MethodSetMetricsForMachines) }
+
 func serve(m abi.Method) int32 {
 	return int32(Dispatch(context.Background(), wasmHost{}, registered.p, m))
 }

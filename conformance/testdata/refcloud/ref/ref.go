@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/guests/go/provider"
@@ -33,6 +34,7 @@ const (
 	CreateDuplicates      Break = "create-duplicates"       // Create makes a new instance every time
 	DeleteMissingFails    Break = "delete-missing-fails"    // Delete of a missing instance fails
 	DeleteNoop            Break = "delete-noop"             // Delete reports success without deleting
+	DeleteNeverDone       Break = "delete-never-done"       // async_delete: Delete answers in progress forever
 	MigrateNoop           Break = "migrate-noop"            // MigrateUID does nothing
 	NoSizeLabel           Break = "no-size-label"           // metrics labels lack "size"
 	SharedName            Break = "shared-name"             // every instance is named "worker"
@@ -60,6 +62,9 @@ type prov struct {
 // Register registers the provider with bug b.
 func Register(b Break) {
 	caps := []abi.Capability{abi.CapHTTP}
+	if b == DeleteNeverDone {
+		caps = append(caps, abi.CapAsyncDelete)
+	}
 	provider.Register(prov{b: b}, provider.Needs(caps...))
 }
 
@@ -293,6 +298,9 @@ func (p prov) Delete(ctx context.Context, m *provider.Machine) error {
 			return provider.ErrInstanceNotFound
 		}
 		return nil
+	}
+	if p.b == DeleteNeverDone {
+		return provider.DeletionInProgress(time.Second, "instance %s is being deleted", i.ID)
 	}
 	err = p.api(ctx, sp, "DELETE", "/v1/instances/"+i.ID, nil, nil)
 	var ae *apiError

@@ -25,9 +25,11 @@ func main() {
 	token := flag.String("token", "sim-token", "API token clients must send as a bearer token")
 	boot := flag.Duration("boot", 2*time.Second, "how long a new server stays initializing")
 	actions := flag.Duration("action", 500*time.Millisecond, "how long an action runs")
+	deleteDelay := flag.Duration("delete", 0, "how long a deleted server stays deleting (0: as -action, negative: none)")
 	rate := flag.Int("rate-limit", 3600, "requests per hour before 429s")
 	flag.Parse()
-	s, err := hcloudsim.Start(hcloudsim.Options{Token: *token, BootDuration: *boot, ActionDuration: *actions, RateLimit: *rate}, *port)
+	s, err := hcloudsim.Start(hcloudsim.Options{Token: *token, BootDuration: *boot, ActionDuration: *actions,
+		DeleteDelay: *deleteDelay, RateLimit: *rate}, *port)
 	if err != nil {
 		log.Fatal(err)
 	}
