@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"go/format"
 	"io/fs"
@@ -152,9 +151,6 @@ func TestMachineControllerDropIn(t *testing.T) {
 	if engine == runtime.EngineWasmtime {
 		flags = append(flags, "-tags", "wasmtime")
 	}
-	if overlay := stubOverlay(t, root); overlay != "" {
-		flags = append(flags, "-overlay", overlay)
-	}
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=",
 		"WASMPROV_HETZNER_WASM_MODULE="+wasm,
 		"WASMPROV_HETZNER_WASM_POLICY="+policy,
@@ -187,44 +183,7 @@ func TestMachineControllerDropIn(t *testing.T) {
 	}
 }
 
-// stubOverlay returns a go -overlay file that adds a stand-in for
-// cloudprovider.New to the checkout at root when the checkout has none
-// yet (it is written in parallel), else "". Nothing is written into the
-// checkout.
-func stubOverlay(t *testing.T, root string) string {
-	t.Helper()
-	pkg := filepath.Join(root, "cloudprovider")
-	files, _ := filepath.Glob(filepath.Join(pkg, "*.go"))
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.Contains(b, []byte("\nfunc New(")) {
-			return ""
-		}
-	}
-	stub, err := filepath.Abs(filepath.Join("testdata", "machine-controller", "_stub", "cloudprovider_new.go.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s has no New yet: overlaying the stand-in %s", pkg, stub)
-	b, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(pkg, "zz_dropin_stub.go"): stub}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "overlay.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// copyTree copies the regular files under src to dst, leaving out the
-// directories Go ignores (_stub).
+// copyTree copies the regular files under src to dst.
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
@@ -236,9 +195,6 @@ func copyTree(t *testing.T, src, dst string) {
 			return err
 		}
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), "_") {
-				return filepath.SkipDir
-			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
 		b, err := os.ReadFile(path)
