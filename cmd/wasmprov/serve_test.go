@@ -31,8 +31,13 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hetzner, err := os.ReadFile(testguest.Build(t, "examples/hetzner"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "fake.wasm"), fake, 0o644)
+	os.WriteFile(filepath.Join(dir, "hetzner.wasm"), hetzner, 0o644)
 	os.WriteFile(filepath.Join(dir, "metered.wasm"), metered, 0o644)
 	os.WriteFile(filepath.Join(dir, "refused.wasm"), refused, 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.wasm"), []byte("not wasm"), 0o644)
@@ -132,6 +137,15 @@ func TestServe(t *testing.T) {
 	if res, _ := out["result"].(map[string]any); code != 200 || res["prefix"] != "wasmprov_guest_metered_" || len(res["metrics"].([]any)) != 3 {
 		t.Fatalf("SetMetricsForMachines: %d %v", code, out)
 	}
+	// The Hetzner guest counts Machines by server type and location.
+	hz := func(name, serverType string) string {
+		return `{"metadata": {"name": "` + name + `"}, "spec": {"providerSpec": {"value": {"cloudProvider": "hetzner", ` +
+			`"cloudProviderSpec": {"serverType": "` + serverType + `", "location": "fsn1"}}}}}`
+	}
+	hzMachines := `{"machines": {"items": [` + hz("a", "cx22") + `, ` + hz("b", "cx22") + `, ` + hz("c", "cx32") + `]}}`
+	if code, out = post("/v1/providers/hetzner/SetMetricsForMachines", hzMachines); code != 200 {
+		t.Fatalf("hetzner SetMetricsForMachines: %d %v", code, out)
+	}
 	if code, out = post("/v1/providers/refused/SetMetricsForMachines", machines); code != 422 || out["class"] != "bad-result" {
 		t.Fatalf("refused SetMetricsForMachines: %d %v", code, out)
 	}
@@ -151,6 +165,8 @@ func TestServe(t *testing.T) {
 		"# HELP wasmprov_guest_metered_machines Machines the host handed over.\n# TYPE wasmprov_guest_metered_machines gauge\nwasmprov_guest_metered_machines 2\n",
 		`wasmprov_guest_metered_machine_up{machine="m1"} 1`,
 		`wasmprov_guest_metered_machine_up{machine="m2"} 1`,
+		`wasmprov_guest_hetzner_machines{location="fsn1",server_type="cx22"} 2`,
+		`wasmprov_guest_hetzner_machines{location="fsn1",server_type="cx32"} 1`,
 		"# HELP wasmprov_guest_metered_machine_up Reported by provider metered through SetMetricsForMachines.",
 		`wasmprov_provider_guest_metric_families_skipped{provider="metered"} 0`,
 		`wasmprov_provider_call_duration_seconds_bucket{method="Get",provider="fake"`,
