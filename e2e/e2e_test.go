@@ -97,7 +97,7 @@ func (w *world) waitAllGone(timeout time.Duration) {
 // servers gone, finalizers removed, Machines gone.
 func TestLifecycle(t *testing.T) {
 	w := newWorld(t)
-	c := w.startController("a", "-leader-elect=false")
+	c := w.startController("a", "-leader-elect=false", "-metrics-interval", "1s")
 	start := time.Now()
 	ns := names("worker", 5)
 	for _, n := range ns {
@@ -112,6 +112,13 @@ func TestLifecycle(t *testing.T) {
 	if n := len(w.sim.Servers()); n != 5 {
 		t.Fatalf("simulator has %d servers, want 5", n)
 	}
+	// The guest's own metrics (SetMetricsForMachines) on the controller's
+	// /metrics: every Machine of the provider, the invalid one included,
+	// counted by the Hetzner guest from its spec.
+	eventually(t, 30*time.Second, "the Hetzner guest's machines gauge", func() (bool, string) {
+		n := c.metric("wasmprov_guest_hetzner_machines", nil)
+		return n == 6, fmt.Sprintf("wasmprov_guest_hetzner_machines sums to %v, want 6", n)
+	})
 
 	eventually(t, 30*time.Second, "invalid machine's errorReason", func() (bool, string) {
 		m, _ := w.get(bad.Name)
@@ -161,6 +168,12 @@ func TestLifecycle(t *testing.T) {
 	w.deleteAll()
 	w.waitAllGone(90 * time.Second)
 	t.Logf("all machines deleted in %v", time.Since(start).Round(time.Millisecond))
+	// The invalid Machine is gone too: the guest was told once that it has
+	// no Machines, so its gauge describes none.
+	eventually(t, 30*time.Second, "the machines gauge after the last Machine", func() (bool, string) {
+		n := c.metric("wasmprov_guest_hetzner_machines", nil)
+		return n == 0, fmt.Sprintf("wasmprov_guest_hetzner_machines sums to %v, want 0", n)
+	})
 	for _, v := range w.sim.Volumes() {
 		if v.Server != nil {
 			t.Errorf("volume %d (%s) still attached to %d", v.ID, v.Name, *v.Server)
