@@ -19,6 +19,7 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
 )
 
 // LoadOption configures Load and LoadBytes.
@@ -79,6 +80,9 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	sum, size := digest(wasm), len(wasm) // of the module as shipped, not as instrumented
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
+	}
+	if err := checkMetadata(wasm); err != nil {
+		return nil, err
 	}
 	mod, err := r.compile(ctx, wasm, policy)
 	if err != nil {
@@ -167,6 +171,24 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy) *hostf
 		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv,
 			AllowedNamespaces: policy.AllowedSecretNamespaces},
 	}
+}
+
+// checkMetadata reads the module's metadata section statically and
+// refuses, before anything compiles it, a module whose metadata is not
+// valid or names another ABI or a newer host. A module that does not
+// decode is left to precheck, which names the problem.
+func checkMetadata(wasm []byte) error {
+	md, err := metadata.Read(wasm)
+	switch {
+	case errors.Is(err, metadata.ErrInvalid):
+		return fmt.Errorf("%w: %w", ErrInvalidModule, err)
+	case err != nil || md == nil:
+		return nil
+	}
+	if err := md.CheckHost(Version, abi.Version); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidModule, err)
+	}
+	return nil
 }
 
 // compile checks wasm against the host's limits (package precheck: before
