@@ -21,6 +21,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
 )
 
@@ -68,7 +69,7 @@ func storeBlobs(t *testing.T, s *Store) []string {
 // annotations; a tag pull resolves and logs the digest; a digest pull
 // from the store asks the registry nothing.
 func TestPushPullTLSAuth(t *testing.T) {
-	reg := startRegistry(t, registryOpts{user: "alice", password: "s3cret", tls: true})
+	reg := testregistry.Start(t, testregistry.Options{User: "alice", Password: "s3cret", TLS: true})
 	wasm, err := os.ReadFile(testguest.Build(t, "examples/fake"))
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +80,10 @@ func TestPushPullTLSAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	cfgFile := dockerConfig(t, reg.host, "alice", "s3cret")
-	ref := reg.host + "/providers/fake:1.0.0"
+	cfgFile := testregistry.DockerConfig(t, reg.Host, "alice", "s3cret")
+	ref := reg.Host + "/providers/fake:1.0.0"
 
-	c := newClient(t, Options{DockerConfig: cfgFile, RootCAs: reg.caPool, Store: newStore(t)})
+	c := newClient(t, Options{DockerConfig: cfgFile, RootCAs: reg.CAPool, Store: newStore(t)})
 	d, err := c.Push(ctx, wasm, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -93,18 +94,18 @@ func TestPushPullTLSAuth(t *testing.T) {
 	}
 
 	// The manifest as the registry serves it.
-	repo, _ := remote.NewRepository(reg.host + "/providers/fake")
+	repo, _ := remote.NewRepository(reg.Host + "/providers/fake")
 	repo.Client = c.http // no credentials: anonymous must fail first
 	if _, err := repo.Resolve(ctx, "1.0.0"); err == nil {
 		t.Fatal("the registry served the manifest without credentials")
 	}
 	var logs bytes.Buffer
-	c2 := newClient(t, Options{DockerConfig: cfgFile, RootCAs: reg.caPool, Store: newStore(t), Logger: logTo(&logs)})
+	c2 := newClient(t, Options{DockerConfig: cfgFile, RootCAs: reg.CAPool, Store: newStore(t), Logger: logTo(&logs)})
 	a, err := c2.Pull(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(a.Wasm, wasm) || a.Digest != d || a.Ref != reg.host+"/providers/fake@"+d.String() {
+	if !bytes.Equal(a.Wasm, wasm) || a.Digest != d || a.Ref != reg.Host+"/providers/fake@"+d.String() {
 		t.Fatalf("pulled %d bytes, digest %s, ref %s; want %d bytes, %s", len(a.Wasm), a.Digest, a.Ref, len(wasm), d)
 	}
 	if !strings.Contains(logs.String(), "resolved tag") || !strings.Contains(logs.String(), d.String()) {
@@ -130,17 +131,17 @@ func TestPushPullTLSAuth(t *testing.T) {
 	}
 
 	// Pinned: by digest, from the store, no request at all.
-	before := reg.requests.Load()
+	before := reg.Requests.Load()
 	a2, err := c2.Pull(ctx, a.Ref)
 	if err != nil || !bytes.Equal(a2.Wasm, wasm) {
 		t.Fatalf("pull by digest: %v", err)
 	}
-	if n := reg.requests.Load() - before; n != 0 {
+	if n := reg.Requests.Load() - before; n != 0 {
 		t.Fatalf("a pull of a stored digest made %d registry requests", n)
 	}
 
 	// Wrong password, no CA.
-	bad := newClient(t, Options{DockerConfig: dockerConfig(t, reg.host, "alice", "wrong"), RootCAs: reg.caPool})
+	bad := newClient(t, Options{DockerConfig: testregistry.DockerConfig(t, reg.Host, "alice", "wrong"), RootCAs: reg.CAPool})
 	if _, err := bad.Pull(ctx, ref); err == nil || !strings.Contains(err.Error(), ref) || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("wrong password: %v", err)
 	}
@@ -149,7 +150,7 @@ func TestPushPullTLSAuth(t *testing.T) {
 		t.Fatalf("untrusted CA: %v", err)
 	}
 	// The CA from a PEM file, as the CLI reads it.
-	pool, err := LoadCAFile(reg.caFile)
+	pool, err := LoadCAFile(reg.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,19 +191,19 @@ func pushRaw(t *testing.T, host, repoName, tag string, layers ...[2]string) {
 // the ref and the reason, and nothing of it is stored; the legacy layer
 // media type is accepted.
 func TestPullRefusesArtifacts(t *testing.T) {
-	reg := startRegistry(t, registryOpts{})
+	reg := testregistry.Start(t, testregistry.Options{})
 	ctx := context.Background()
-	pushRaw(t, reg.host, "x/image", "v1", [2]string{"application/vnd.oci.image.layer.v1.tar+gzip", "not wasm"})
-	pushRaw(t, reg.host, "x/two", "v1", [2]string{MediaTypeLayer, string(tiny)}, [2]string{MediaTypeLayer, string(tiny) + "\x00\x01\x00"})
-	pushRaw(t, reg.host, "x/fakewasm", "v1", [2]string{MediaTypeLayer, "#!/bin/sh"})
-	pushRaw(t, reg.host, "x/legacy", "v1", [2]string{MediaTypeLayerLegacy, string(tiny)})
+	pushRaw(t, reg.Host, "x/image", "v1", [2]string{"application/vnd.oci.image.layer.v1.tar+gzip", "not wasm"})
+	pushRaw(t, reg.Host, "x/two", "v1", [2]string{MediaTypeLayer, string(tiny)}, [2]string{MediaTypeLayer, string(tiny) + "\x00\x01\x00"})
+	pushRaw(t, reg.Host, "x/fakewasm", "v1", [2]string{MediaTypeLayer, "#!/bin/sh"})
+	pushRaw(t, reg.Host, "x/legacy", "v1", [2]string{MediaTypeLayerLegacy, string(tiny)})
 	big, err := metadata.Write(tiny, &metadata.Metadata{Name: "big", Description: strings.Repeat("x", 4096)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newStore(t)
 	c := newClient(t, Options{PlainHTTP: true, Store: s})
-	if _, err := c.Push(ctx, big, reg.host+"/x/big:v1"); err != nil {
+	if _, err := c.Push(ctx, big, reg.Host+"/x/big:v1"); err != nil {
 		t.Fatal(err)
 	}
 	s.GC() // nothing referenced is collected
@@ -215,11 +216,11 @@ func TestPullRefusesArtifacts(t *testing.T) {
 		ref  string
 		want string
 	}{
-		"image":      {c, reg.host + "/x/image:v1", `not a Wasm artifact: its layer is "application/vnd.oci.image.layer.v1.tar+gzip"`},
-		"two layers": {c, reg.host + "/x/two:v1", "this manifest has 2"},
-		"not wasm":   {c, reg.host + "/x/fakewasm:v1", "not a WebAssembly module"},
-		"over cap":   {small, reg.host + "/x/big:v1", "over the limit of 1024"},
-		"missing":    {c, reg.host + "/x/none:v1", "not found"},
+		"image":      {c, reg.Host + "/x/image:v1", `not a Wasm artifact: its layer is "application/vnd.oci.image.layer.v1.tar+gzip"`},
+		"two layers": {c, reg.Host + "/x/two:v1", "this manifest has 2"},
+		"not wasm":   {c, reg.Host + "/x/fakewasm:v1", "not a WebAssembly module"},
+		"over cap":   {small, reg.Host + "/x/big:v1", "over the limit of 1024"},
+		"missing":    {c, reg.Host + "/x/none:v1", "not found"},
 	} {
 		_, err := tc.c.Pull(ctx, tc.ref)
 		if err == nil || !strings.Contains(err.Error(), tc.ref) || !strings.Contains(err.Error(), tc.want) {
@@ -229,7 +230,7 @@ func TestPullRefusesArtifacts(t *testing.T) {
 			t.Errorf("%s: the store holds %v", name, left)
 		}
 	}
-	a, err := c.Pull(ctx, reg.host+"/x/legacy:v1")
+	a, err := c.Pull(ctx, reg.Host+"/x/legacy:v1")
 	if err != nil || !bytes.Equal(a.Wasm, tiny) {
 		t.Fatalf("legacy media type: %v", err)
 	}
@@ -237,7 +238,7 @@ func TestPullRefusesArtifacts(t *testing.T) {
 	if _, err := c.Pull(ctx, "registry.example.com/x/legacy:v1"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "only a loopback registry") {
 		t.Fatalf("plain HTTP to a remote registry: %v", err)
 	}
-	if _, err := c.Push(ctx, []byte("MZ"), reg.host+"/x/exe:v1"); err == nil || !strings.Contains(err.Error(), "not a WebAssembly module") {
+	if _, err := c.Push(ctx, []byte("MZ"), reg.Host+"/x/exe:v1"); err == nil || !strings.Contains(err.Error(), "not a WebAssembly module") {
 		t.Fatalf("pushing a non-module: %v", err)
 	}
 }
@@ -291,9 +292,9 @@ func faultyProxy(t *testing.T, upstream string, mode string) string {
 // registry too slow, a blob whose content does not match its digest:
 // each an error naming the ref and the reason, nothing in the store.
 func TestPullRefusesFaultyRegistry(t *testing.T) {
-	reg := startRegistry(t, registryOpts{})
+	reg := testregistry.Start(t, testregistry.Options{})
 	ctx := context.Background()
-	if _, err := newClient(t, Options{PlainHTTP: true}).Push(ctx, tiny, reg.host+"/p/tiny:v1"); err != nil {
+	if _, err := newClient(t, Options{PlainHTTP: true}).Push(ctx, tiny, reg.Host+"/p/tiny:v1"); err != nil {
 		t.Fatal(err)
 	}
 	for mode, want := range map[string]string{
@@ -302,7 +303,7 @@ func TestPullRefusesFaultyRegistry(t *testing.T) {
 		"slow":     "Timeout",
 		"corrupt":  "does not match its descriptor",
 	} {
-		host := faultyProxy(t, reg.host, mode)
+		host := faultyProxy(t, reg.Host, mode)
 		s := newStore(t)
 		c := newClient(t, Options{PlainHTTP: true, Store: s, Timeout: 500 * time.Millisecond})
 		ref := host + "/p/tiny:v1"
@@ -320,9 +321,9 @@ func TestPullRefusesFaultyRegistry(t *testing.T) {
 	}
 	// A redirect to a host the client allows is followed (and the content
 	// still verified): here the other host is the registry itself.
-	c := newClient(t, Options{PlainHTTP: true, RedirectHosts: []string{reg.host}})
+	c := newClient(t, Options{PlainHTTP: true, RedirectHosts: []string{reg.Host}})
 	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "http://"+reg.host+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		http.Redirect(w, r, "http://"+reg.Host+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 	}))
 	defer redirecting.Close()
 	if _, err := c.Pull(ctx, strings.TrimPrefix(redirecting.URL, "http://")+"/p/tiny:v1"); err != nil {

@@ -12,17 +12,18 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/wasmprov/wasmprov/internal/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
 )
 
 // TestStoreDamagedBlobRepulled: a damaged module in the store is a miss:
 // the pull by digest goes to the registry and repairs the store.
 func TestStoreDamagedBlobRepulled(t *testing.T) {
-	reg := startRegistry(t, registryOpts{})
+	reg := testregistry.Start(t, testregistry.Options{})
 	ctx := context.Background()
 	s := newStore(t)
 	c := newClient(t, Options{PlainHTTP: true, Store: s})
-	d, err := c.Push(ctx, tiny, reg.host+"/p/tiny:v1")
+	d, err := c.Push(ctx, tiny, reg.Host+"/p/tiny:v1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +31,12 @@ func TestStoreDamagedBlobRepulled(t *testing.T) {
 	if err := os.WriteFile(layer, []byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x01"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := reg.requests.Load()
-	a, err := c.Pull(ctx, reg.host+"/p/tiny@"+d.String())
+	before := reg.Requests.Load()
+	a, err := c.Pull(ctx, reg.Host+"/p/tiny@"+d.String())
 	if err != nil || !bytes.Equal(a.Wasm, tiny) {
 		t.Fatalf("pull after damage: %v", err)
 	}
-	if reg.requests.Load() == before {
+	if reg.Requests.Load() == before {
 		t.Fatal("the damaged blob was served from the store")
 	}
 	if b, _ := os.ReadFile(layer); !bytes.Equal(b, tiny) {
@@ -51,7 +52,7 @@ func TestStoreDamagedBlobRepulled(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			other := newClient(t, Options{PlainHTTP: true, Store: s})
-			a, err := other.Pull(ctx, reg.host+"/p/tiny@"+d.String())
+			a, err := other.Pull(ctx, reg.Host+"/p/tiny@"+d.String())
 			if err == nil && !bytes.Equal(a.Wasm, tiny) {
 				err = os.ErrInvalid
 			}
@@ -139,22 +140,22 @@ func TestStoreGC(t *testing.T) {
 // a client with an empty store loads it and pulls by digest with the
 // registry gone; a tampered bundle is refused whole.
 func TestSaveLoad(t *testing.T) {
-	reg := startRegistry(t, registryOpts{})
+	reg := testregistry.Start(t, testregistry.Options{})
 	ctx := context.Background()
 	c := newClient(t, Options{PlainHTTP: true})
 	other, _ := metadata.Write(tiny, &metadata.Metadata{Name: "other"})
-	d1, err := c.Push(ctx, tiny, reg.host+"/p/tiny:v1")
+	d1, err := c.Push(ctx, tiny, reg.Host+"/p/tiny:v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Push(ctx, other, reg.host+"/p/other:v2"); err != nil {
+	if _, err := c.Push(ctx, other, reg.Host+"/p/other:v2"); err != nil {
 		t.Fatal(err)
 	}
 	var bundle bytes.Buffer
-	if _, err := c.Save(ctx, []string{reg.host + "/p/tiny:v1", reg.host + "/p/other:v2"}, &bundle); err != nil {
+	if _, err := c.Save(ctx, []string{reg.Host + "/p/tiny:v1", reg.Host + "/p/other:v2"}, &bundle); err != nil {
 		t.Fatal(err)
 	}
-	reg.srv.Close()
+	reg.Server.Close()
 
 	s := newStore(t)
 	offline := newClient(t, Options{PlainHTTP: true, Store: s})
@@ -162,7 +163,7 @@ func TestSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(loaded) != 2 || loaded[0].Name != reg.host+"/p/tiny:v1" || loaded[0].Digest != d1 || loaded[0].Ref != reg.host+"/p/tiny@"+d1.String() {
+	if len(loaded) != 2 || loaded[0].Name != reg.Host+"/p/tiny:v1" || loaded[0].Digest != d1 || loaded[0].Ref != reg.Host+"/p/tiny@"+d1.String() {
 		t.Fatalf("loaded %+v", loaded)
 	}
 	a, err := offline.Pull(ctx, loaded[0].Ref)

@@ -1,4 +1,9 @@
-package oci
+// Package testregistry starts a real OCI registry for tests: the
+// distribution project's own registry handler with in-memory storage, on
+// 127.0.0.1, optionally with basic auth and TLS from a CA made for the
+// test. It counts the requests it serves, so a test can assert that a
+// pull made none.
+package testregistry
 
 import (
 	"context"
@@ -33,26 +38,31 @@ import (
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"
 )
 
-// testRegistry is a real registry (distribution's own handler and
+// Registry is a real registry (distribution's own handler and
 // in-memory storage) on 127.0.0.1, with a count of the requests it got.
-type testRegistry struct {
-	srv      *httptest.Server
-	host     string // 127.0.0.1:port
-	requests atomic.Int64
-	caPool   *x509.CertPool // TLS only
-	caFile   string
+type Registry struct {
+	Server *httptest.Server
+	// Host is 127.0.0.1:port, what references start with.
+	Host string
+	// Requests counts the requests served.
+	Requests atomic.Int64
+	// CAPool and CAFile (PEM) trust the registry's certificate (TLS only).
+	CAPool *x509.CertPool
+	CAFile string
 }
 
-type registryOpts struct {
-	user, password string // basic auth when set
-	tls            bool
+// Options choose auth and TLS.
+type Options struct {
+	User, Password string // basic auth when set
+	TLS            bool
 }
 
 // distribution logs every request, and every 404 (an ordinary answer to
 // a HEAD) as an error.
 func init() { logrus.SetOutput(io.Discard) }
 
-func startRegistry(t *testing.T, o registryOpts) *testRegistry {
+// Start starts a registry, closed when t ends.
+func Start(t testing.TB, o Options) *Registry {
 	t.Helper()
 	cfg := &configuration.Configuration{
 		Storage: configuration.Storage{
@@ -62,44 +72,44 @@ func startRegistry(t *testing.T, o registryOpts) *testRegistry {
 	}
 	cfg.HTTP.Secret = "test-secret"
 	cfg.Log.AccessLog.Disabled = true
-	if o.user != "" {
-		hash, err := bcrypt.GenerateFromPassword([]byte(o.password), bcrypt.MinCost)
+	if o.User != "" {
+		hash, err := bcrypt.GenerateFromPassword([]byte(o.Password), bcrypt.MinCost)
 		if err != nil {
 			t.Fatal(err)
 		}
 		file := filepath.Join(t.TempDir(), "htpasswd")
-		if err := os.WriteFile(file, []byte(o.user+":"+string(hash)+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(file, []byte(o.User+":"+string(hash)+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		cfg.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "test", "path": file}}
 	}
 	app := handlers.NewApp(context.Background(), cfg)
-	reg := &testRegistry{}
+	reg := &Registry{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reg.requests.Add(1)
+		reg.Requests.Add(1)
 		app.ServeHTTP(w, r)
 	})
-	reg.srv = httptest.NewUnstartedServer(h)
-	reg.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes the tests make fail
-	if o.tls {
+	reg.Server = httptest.NewUnstartedServer(h)
+	reg.Server.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes the tests make fail
+	if o.TLS {
 		cert, pool, caPEM := selfSignedCA(t)
-		reg.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-		reg.caPool = pool
-		reg.caFile = filepath.Join(t.TempDir(), "ca.pem")
-		os.WriteFile(reg.caFile, caPEM, 0o644)
-		reg.srv.StartTLS()
+		reg.Server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		reg.CAPool = pool
+		reg.CAFile = filepath.Join(t.TempDir(), "ca.pem")
+		os.WriteFile(reg.CAFile, caPEM, 0o644)
+		reg.Server.StartTLS()
 	} else {
-		reg.srv.Start()
+		reg.Server.Start()
 	}
-	t.Cleanup(reg.srv.Close)
-	reg.host = strings.TrimPrefix(strings.TrimPrefix(reg.srv.URL, "http://"), "https://")
+	t.Cleanup(reg.Server.Close)
+	reg.Host = strings.TrimPrefix(strings.TrimPrefix(reg.Server.URL, "http://"), "https://")
 	return reg
 }
 
 // selfSignedCA makes a CA and a server certificate for 127.0.0.1 it
 // signed; it returns the server's certificate, a pool of the CA alone and
 // the CA in PEM.
-func selfSignedCA(t *testing.T) (tls.Certificate, *x509.CertPool, []byte) {
+func selfSignedCA(t testing.TB) (tls.Certificate, *x509.CertPool, []byte) {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{
@@ -129,8 +139,8 @@ func selfSignedCA(t *testing.T) (tls.Certificate, *x509.CertPool, []byte) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool, caPEM
 }
 
-// dockerConfig writes a Docker config.json holding user:password for host.
-func dockerConfig(t *testing.T, host, user, password string) string {
+// DockerConfig writes a Docker config.json holding user:password for host.
+func DockerConfig(t testing.TB, host, user, password string) string {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"auths": map[string]any{
 		host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + password))},
