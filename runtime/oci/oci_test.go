@@ -187,6 +187,25 @@ func pushRaw(t *testing.T, host, repoName, tag string, layers ...[2]string) {
 	}
 }
 
+// pushIndex pushes an image index whose one entry is a Wasm artifact.
+func pushIndex(t *testing.T, host, repoName, tag string) {
+	t.Helper()
+	pushRaw(t, host, repoName, "inner", [2]string{MediaTypeLayer, string(tiny)})
+	repo, _ := remote.NewRepository(host + "/" + repoName)
+	repo.PlainHTTP = true
+	inner, err := repo.Resolve(context.Background(), "inner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{inner}}
+	idx.SchemaVersion = 2
+	raw, _ := json.Marshal(idx)
+	desc := ocispec.Descriptor{MediaType: idx.MediaType, Digest: digest.FromBytes(raw), Size: int64(len(raw))}
+	if err := repo.PushReference(context.Background(), desc, bytes.NewReader(raw), tag); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPullRefusesArtifacts: what is not one Wasm module is refused with
 // the ref and the reason, and nothing of it is stored; the legacy layer
 // media type is accepted.
@@ -210,6 +229,9 @@ func TestPullRefusesArtifacts(t *testing.T) {
 	for _, d := range storeBlobs(t, s) {
 		os.Remove(filepath.Join(s.Dir(), "blobs", "sha256", d))
 	}
+	// An image index (what a multi-platform image is) over a Wasm
+	// artifact: not itself a module.
+	pushIndex(t, reg.Host, "x/index", "v1")
 	small := newClient(t, Options{PlainHTTP: true, Store: s, MaxBlobSize: 1024})
 	for name, tc := range map[string]struct {
 		c    *Client
@@ -221,6 +243,7 @@ func TestPullRefusesArtifacts(t *testing.T) {
 		"not wasm":   {c, reg.Host + "/x/fakewasm:v1", "not a WebAssembly module"},
 		"over cap":   {small, reg.Host + "/x/big:v1", "over the limit of 1024"},
 		"missing":    {c, reg.Host + "/x/none:v1", "not found"},
+		"index":      {c, reg.Host + "/x/index:v1", `the manifest is "application/vnd.oci.image.index.v1+json"`},
 	} {
 		_, err := tc.c.Pull(ctx, tc.ref)
 		if err == nil || !strings.Contains(err.Error(), tc.ref) || !strings.Contains(err.Error(), tc.want) {
