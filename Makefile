@@ -71,11 +71,12 @@ conformance: cli guests c-guests
 # (a single-threaded byte rewriter whose tests run guests for seconds) run
 # without it, which cuts their time several-fold. Together they are ./...
 RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./cloudprovider/... ./controller/... ./guests/... ./internal/hostfuncs \
+	./runtime/metadata ./runtime/oci \
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 \
 	./runtime/internal/wasmbin
 PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
-	./internal/testwasm ./internal/architecture ./internal/hostfuncs/wazerohost ./runtime/internal/interrupt
+	./internal/testwasm ./internal/testregistry ./internal/architecture ./internal/hostfuncs/wazerohost ./runtime/internal/interrupt
 
 ## check: the quick checks, gofmt and vet (seconds; make test runs them first)
 check: fmt-check vet

@@ -9,6 +9,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
 )
 
 // ModuleInfo describes a provider module without loading it as a provider:
@@ -28,6 +29,9 @@ type ModuleInfo struct {
 	ABIVersionKnown, DeclaredKnown bool
 	Exports                        []string
 	Imports                        []string
+	// Metadata is the module's wasmprov.metadata section, nil if it has
+	// none or it is invalid (then a problem says why).
+	Metadata *metadata.Metadata
 	// Problems lists every reason the module would be refused; empty for a
 	// valid module.
 	Problems []string
@@ -63,6 +67,7 @@ func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error)
 		info.Problems = append(st.reservedProblems(), validate(hideReservedImports{st})...)
 		info.readConstants(st)
 		info.checkValues()
+		info.readMetadata(wasm)
 		return info, nil
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
@@ -80,7 +85,24 @@ func (r *Runtime) Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error)
 		info.readConstants(st)
 	}
 	info.checkValues()
+	info.readMetadata(wasm)
 	return info, nil
+}
+
+// readMetadata reads the metadata section; what would make Load refuse
+// it is a problem.
+func (info *ModuleInfo) readMetadata(wasm []byte) {
+	md, err := metadata.Read(wasm)
+	if err != nil {
+		info.Problems = append(info.Problems, err.Error())
+		return
+	}
+	info.Metadata = md
+	if md != nil {
+		if err := md.CheckHost(Version, abi.Version); err != nil {
+			info.Problems = append(info.Problems, err.Error())
+		}
+	}
 }
 
 // describe lists m's exports and imports.

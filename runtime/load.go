@@ -20,6 +20,7 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
 )
 
 // LoadOption configures Load and LoadBytes.
@@ -84,6 +85,9 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	aliases, err := hostfuncs.ParseHostAliases(policy.HostAliases)
 	if err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	if err := checkMetadata(wasm); err != nil {
+		return nil, err
 	}
 	mod, err := r.compile(ctx, wasm, policy)
 	if err != nil {
@@ -178,6 +182,24 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy, aliase
 		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv,
 			AllowedNamespaces: policy.AllowedSecretNamespaces},
 	}
+}
+
+// checkMetadata reads the module's metadata section statically and
+// refuses, before anything compiles it, a module whose metadata is not
+// valid or names another ABI or a newer host. A module that does not
+// decode is left to precheck, which names the problem.
+func checkMetadata(wasm []byte) error {
+	md, err := metadata.Read(wasm)
+	switch {
+	case errors.Is(err, metadata.ErrInvalid):
+		return fmt.Errorf("%w: %w", ErrInvalidModule, err)
+	case err != nil || md == nil:
+		return nil
+	}
+	if err := md.CheckHost(Version, abi.Version); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidModule, err)
+	}
+	return nil
 }
 
 // compile checks wasm against the host's limits (package precheck: before

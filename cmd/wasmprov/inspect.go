@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
 )
 
 func init() {
@@ -56,6 +58,7 @@ func runInspect(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(w, "abi version:   %s (host implements %d)\n", version, abi.Version)
 	fmt.Fprintf(w, "capabilities:  %s\n", caps)
+	printMetadata(w, info.Metadata)
 	fmt.Fprintf(w, "exports:\n")
 	for _, e := range info.Exports {
 		fmt.Fprintf(w, "  %s\n", e)
@@ -93,4 +96,34 @@ func declaredList(c abi.Capability) string {
 		return fmt.Sprintf("unknown bits %#x", uint64(unknown))
 	}
 	return fmt.Sprintf("%s, unknown bits %#x", list, uint64(unknown))
+}
+
+// printMetadata shows the module's wasmprov.metadata section.
+func printMetadata(w io.Writer, md *metadata.Metadata) {
+	if md == nil {
+		fmt.Fprintf(w, "metadata:      (none)\n")
+		return
+	}
+	fmt.Fprintf(w, "metadata:\n")
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "  %-17s %s\n", k+":", v)
+		}
+	}
+	row("name", md.Name)
+	row("version", md.Version)
+	row("description", md.Description)
+	row("source", md.Source)
+	row("license", md.License)
+	if md.ABIVersion != 0 {
+		row("abi version", fmt.Sprint(md.ABIVersion))
+	}
+	if md.MinHostVersion != "" {
+		row("min host version", fmt.Sprintf("%s (this host is %s)", md.MinHostVersion, runtime.Version))
+	}
+	row("capabilities", strings.Join(md.Capabilities, ", "))
+	if md.Policy != nil {
+		row("suggested hosts", strings.Join(md.Policy.AllowedHosts, ", "))
+		row("suggested env", strings.Join(md.Policy.AllowedEnv, ", "))
+	}
 }

@@ -36,7 +36,10 @@ func TestImportInvariants(t *testing.T) {
 		banned   []string
 	}{
 		{pkg: "runtime", why: "the host never links the guest SDK, nor the current contract's zap and controller-runtime",
-			banned: []string{mod + "guests/", "go.uber.org/zap", "sigs.k8s.io/controller-runtime", mod + "runtime/registry", mod + "cloudprovider"}},
+			banned: []string{mod + "guests/", "go.uber.org/zap", "sigs.k8s.io/controller-runtime", mod + "runtime/registry", mod + "cloudprovider",
+				"oras.land/", mod + "runtime/oci"}},
+		{pkg: "cmd/wasmprov", why: "the registry server used by tests never ships in the CLI",
+			banned: []string{"github.com/distribution/distribution", mod + "internal/testregistry"}},
 		{pkg: "runtime", tags: []string{"wasmtime"}, why: "the same with the wasmtime engine", banned: []string{mod + "guests/", "go.uber.org/zap"}},
 		{pkg: "runtime/internal/engine/wazeroengine", why: "an engine never imports the runtime (a cycle)", banned: []string{mod + "runtime\n"}},
 		{pkg: "internal/hostfuncs", why: "host functions are engine-free",

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wasmprov/wasmprov/runtime/oci"
+)
+
+func init() {
+	register("push", "push a provider module to an OCI registry as a Wasm artifact", runPush)
+	register("pull", "pull a provider module from an OCI registry (by digest: from the local store when it has it)", runPull)
+	register("digest", "print the manifest digest a reference names now", runDigest)
+	register("save", "write artifacts to an OCI image layout tar, for an air-gapped install", runSave)
+	register("load", "put the artifacts of an OCI image layout tar into the local store", runLoad)
+}
+
+// ociFlags are the registry and store flags every OCI command takes.
+type ociFlags struct {
+	store, dockerConfig, caFile string
+	storeBytes, maxBlob         int64
+	plainHTTP                   bool
+	redirectHosts               listFlag
+	timeout                     time.Duration
+	log                         *logFlags
+}
+
+func addOCIFlags(fs *flag.FlagSet) *ociFlags {
+	f := &ociFlags{}
+	fs.StringVar(&f.store, "store", defaultStoreDir(), "the local content store (a directory; shared by processes)")
+	fs.Int64Var(&f.storeBytes, "store-max-bytes", oci.DefaultStoreBytes, "trim the store to this size, least recently used artifacts first")
+	fs.Int64Var(&f.maxBlob, "max-module-bytes", oci.DefaultMaxBlobSize, "refuse a module larger than this")
+	fs.StringVar(&f.dockerConfig, "docker-config", "", "credentials: a Docker config.json (default $DOCKER_CONFIG/config.json or ~/.docker/config.json)")
+	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates of this PEM file too")
+	fs.BoolVar(&f.plainHTTP, "plain-http", false, "plain HTTP instead of HTTPS; loopback registries only")
+	fs.Var(&f.redirectHosts, "allow-redirect-host", "a host the registry may redirect downloads to (repeatable); others are refused")
+	fs.DurationVar(&f.timeout, "timeout", oci.DefaultTimeout, "bound on each HTTP request")
+	f.log = addLogFlags(fs)
+	return f
+}
+
+func defaultStoreDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "wasmprov", "oci")
+}
+
+func (f *ociFlags) client() (*oci.Client, error) {
+	logger, err := f.log.logger()
+	if err != nil {
+		return nil, err
+	}
+	opts := oci.Options{DockerConfig: f.dockerConfig, PlainHTTP: f.plainHTTP, RedirectHosts: f.redirectHosts,
+		MaxBlobSize: f.maxBlob, Timeout: f.timeout, Logger: logger}
+	if f.caFile != "" {
+		if opts.RootCAs, err = oci.LoadCAFile(f.caFile); err != nil {
+			return nil, err
+		}
+	}
+	if f.store != "" {
+		if opts.Store, err = oci.OpenStore(f.store, f.storeBytes); err != nil {
+			return nil, err
+		}
+	}
+	return oci.New(opts)
+}
+
+// parseInterspersed parses flags that may come after the positional
+// arguments (wasmprov pull REF -o FILE).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func runPush(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("push", flag.ContinueOnError)
+	f := addOCIFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wasmprov push PROVIDER.wasm REGISTRY/REPOSITORY:TAG\n\n"+
+			"Pushes the module as a Wasm OCI artifact (config application/vnd.wasm.config.v0+json,\n"+
+			"one application/wasm layer), its metadata as the manifest's annotations, and\n"+
+			"prints the reference pinned to the manifest's digest.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return fmt.Errorf("want a module and a reference")
+	}
+	wasm, err := os.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	d, err := c.Push(ctx, wasm, pos[1])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s@%s\n", repoOf(pos[1]), d)
+	return nil
+}
+
+// repoOf is ref without its tag or digest.
+func repoOf(ref string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+func runPull(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pull", flag.ContinueOnError)
+	f := addOCIFlags(fs)
+	out := fs.String("o", "", "write the module to `FILE` (required)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wasmprov pull REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST] -o FILE\n\n"+
+			"Pulls the module, verifying every blob against its digest, and prints the\n"+
+			"reference pinned to the manifest's digest. A reference by digest the local store\n"+
+			"has is served from it without contacting the registry.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *out == "" {
+		fs.Usage()
+		return fmt.Errorf("want one reference and -o")
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	a, err := c.Pull(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(*out, a.Wasm); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\n", a.Ref)
+	return nil
+}
+
+func runDigest(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("digest", flag.ContinueOnError)
+	f := addOCIFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wasmprov digest REGISTRY/REPOSITORY:TAG\n\n"+
+			"Prints the manifest digest the tag names now (pin it: REPOSITORY@DIGEST).\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("want one reference")
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	d, err := c.Resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, d)
+	return nil
+}
+
+func runSave(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("save", flag.ContinueOnError)
+	f := addOCIFlags(fs)
+	out := fs.String("o", "", "write the bundle to `FILE` (required)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wasmprov save REF... -o BUNDLE.tar\n\n"+
+			"Writes the artifacts (pulled, or from the local store) to an OCI image layout\n"+
+			"tar that 'wasmprov load' reads on a machine without access to the registry.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 || *out == "" {
+		fs.Usage()
+		return fmt.Errorf("want references and -o")
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	arts, err := c.Save(ctx, pos, tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), *out); err != nil {
+		return err
+	}
+	for _, a := range arts {
+		fmt.Fprintln(stdout, a.Ref)
+	}
+	return nil
+}
+
+func runLoad(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	f := addOCIFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wasmprov load BUNDLE.tar\n\n"+
+			"Verifies the bundle 'wasmprov save' wrote and puts its artifacts into the local\n"+
+			"store; it prints each reference pinned to its digest, which 'wasmprov pull'\n"+
+			"then serves from the store with no registry.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("want one bundle")
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	file, err := os.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	loaded, err := c.Load(file)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	for _, l := range loaded {
+		if l.Ref != "" {
+			fmt.Fprintln(stdout, l.Ref)
+		} else {
+			fmt.Fprintln(stdout, l.Digest)
+		}
+	}
+	return nil
+}

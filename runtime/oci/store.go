@@ -1,0 +1,190 @@
+package oci
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
+)
+
+// Store is a local content store: blobs (manifests, configs, modules) in
+// a directory, each in a file named by its SHA-256 digest. Several
+// processes may share one: a blob is written to a temporary file and
+// renamed into place (package cachefile), so a reader sees the whole blob
+// or none, and every read verifies the content against its name, so a
+// damaged file is a miss (it is removed and fetched again).
+type Store struct {
+	dir      string
+	maxBytes int64
+}
+
+// DefaultStoreBytes is the size a store is trimmed to when none is given.
+const DefaultStoreBytes = 1 << 30
+
+// gcGrace spares blobs this young from collection: a concurrent pull
+// writes a module before the manifest that references it.
+const gcGrace = time.Minute
+
+// OpenStore opens (creating) the store in dir, trimmed to maxBytes (0:
+// DefaultStoreBytes) by GC.
+func OpenStore(dir string, maxBytes int64) (*Store, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultStoreBytes
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, maxBytes: maxBytes}, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) path(d digest.Digest) string {
+	return filepath.Join(s.dir, "blobs", d.Algorithm().String(), d.Encoded())
+}
+
+// Get returns the blob d if the store has it intact and it is at most
+// max bytes. A damaged blob is removed and reported missing.
+func (s *Store) Get(d digest.Digest, max int64) ([]byte, bool) {
+	if d.Validate() != nil || d.Algorithm() != digest.SHA256 {
+		return nil, false
+	}
+	p := s.path(d)
+	st, err := os.Stat(p)
+	if err != nil || st.Size() > max {
+		return nil, false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, false
+	}
+	if digest.FromBytes(b) != d {
+		_ = os.Remove(p)
+		return nil, false
+	}
+	now := time.Now()
+	_ = os.Chtimes(p, now, now) // recently used: trimmed last
+	return b, true
+}
+
+// Put stores b, which must have digest d.
+func (s *Store) Put(d digest.Digest, b []byte) error {
+	if got := digest.FromBytes(b); got != d {
+		return fmt.Errorf("%w: content has digest %s, not %s", ErrRefused, got, d)
+	}
+	return cachefile.Write(s.path(d), b)
+}
+
+type blobFile struct {
+	d    digest.Digest
+	size int64
+	used time.Time
+}
+
+// GC removes every blob that no stored Wasm manifest references (other
+// than blobs written in the last minute), then, while the store is over
+// its size, the least recently used manifests and what only they
+// referenced. It returns the number of bytes freed.
+func (s *Store) GC() (int64, error) {
+	blobs, err := s.list()
+	if err != nil {
+		return 0, err
+	}
+	var freed int64
+	remove := func(b blobFile) {
+		if os.Remove(s.path(b.d)) == nil {
+			freed += b.size
+		}
+	}
+	// Manifests, least recently used first, and what each references.
+	var manifests []blobFile
+	refs := map[digest.Digest][]digest.Digest{}
+	for _, b := range blobs {
+		if b.size > maxManifestSize {
+			continue
+		}
+		raw, ok := s.Get(b.d, maxManifestSize)
+		if !ok {
+			continue
+		}
+		var m ocispec.Manifest
+		if json.Unmarshal(raw, &m) != nil || m.MediaType != ocispec.MediaTypeImageManifest || len(m.Layers) == 0 {
+			continue
+		}
+		manifests = append(manifests, b)
+		refs[b.d] = append([]digest.Digest{m.Config.Digest}, layerDigests(m)...)
+	}
+	sort.Slice(manifests, func(i, j int) bool { return manifests[i].used.Before(manifests[j].used) })
+	var total int64
+	for _, b := range blobs {
+		total += b.size
+	}
+	dropped := map[digest.Digest]bool{}
+	for _, m := range manifests {
+		if total-freed <= s.maxBytes {
+			break
+		}
+		remove(m)
+		dropped[m.d] = true
+	}
+	live := map[digest.Digest]bool{}
+	for _, m := range manifests {
+		if dropped[m.d] {
+			continue
+		}
+		live[m.d] = true
+		for _, d := range refs[m.d] {
+			live[d] = true
+		}
+	}
+	young := time.Now().Add(-gcGrace)
+	for _, b := range blobs {
+		if !live[b.d] && !dropped[b.d] && b.used.Before(young) {
+			remove(b)
+		}
+	}
+	return freed, nil
+}
+
+func layerDigests(m ocispec.Manifest) []digest.Digest {
+	out := make([]digest.Digest, len(m.Layers))
+	for i, l := range m.Layers {
+		out[i] = l.Digest
+	}
+	return out
+}
+
+// list returns the store's blobs (temporary files and strays excluded).
+func (s *Store) list() ([]blobFile, error) {
+	dir := filepath.Join(s.dir, "blobs", "sha256")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []blobFile
+	for _, e := range entries {
+		d := digest.NewDigestFromEncoded(digest.SHA256, e.Name())
+		if d.Validate() != nil || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, blobFile{d: d, size: info.Size(), used: info.ModTime()})
+	}
+	return out, nil
+}

@@ -1,0 +1,186 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
+)
+
+// TestStoreDamagedBlobRepulled: a damaged module in the store is a miss:
+// the pull by digest goes to the registry and repairs the store.
+func TestStoreDamagedBlobRepulled(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{})
+	ctx := context.Background()
+	s := newStore(t)
+	c := newClient(t, Options{PlainHTTP: true, Store: s})
+	d, err := c.Push(ctx, tiny, reg.Host+"/p/tiny:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := s.path(digest.FromBytes(tiny))
+	if err := os.WriteFile(layer, []byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x01"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := reg.Requests.Load()
+	a, err := c.Pull(ctx, reg.Host+"/p/tiny@"+d.String())
+	if err != nil || !bytes.Equal(a.Wasm, tiny) {
+		t.Fatalf("pull after damage: %v", err)
+	}
+	if reg.Requests.Load() == before {
+		t.Fatal("the damaged blob was served from the store")
+	}
+	if b, _ := os.ReadFile(layer); !bytes.Equal(b, tiny) {
+		t.Fatal("the store was not repaired")
+	}
+	// Concurrent pulls sharing the store (as processes would) all succeed
+	// and leave no temporary file.
+	os.Remove(layer)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			other := newClient(t, Options{PlainHTTP: true, Store: s})
+			a, err := other.Pull(ctx, reg.Host+"/p/tiny@"+d.String())
+			if err == nil && !bytes.Equal(a.Wasm, tiny) {
+				err = os.ErrInvalid
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range storeBlobs(t, s) {
+		if strings.Contains(name, ".tmp") {
+			t.Fatalf("temporary file left: %s", name)
+		}
+	}
+}
+
+// TestStoreGC: unreferenced blobs older than the grace period go; over
+// the size cap, the least recently used artifact goes, the newest stays.
+func TestStoreGC(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(wasm []byte) *Artifact {
+		manifest, cfg, layer, err := build(wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &Artifact{Digest: digest.FromBytes(manifest), LayerDigest: layer.Digest, Wasm: wasm, manifest: manifest, config: cfg}
+		if err := (&Client{opts: Options{Store: s}}).store(a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	age := func(d digest.Digest, by time.Duration) {
+		old := time.Now().Add(-by)
+		os.Chtimes(s.path(d), old, old)
+	}
+	a := put(tiny)
+	stray := []byte("left by an interrupted pull")
+	s.Put(digest.FromBytes(stray), stray)
+	young := []byte("being pulled right now")
+	s.Put(digest.FromBytes(young), young)
+	age(digest.FromBytes(stray), time.Hour)
+	if _, err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Get(digest.FromBytes(stray), 1<<20); ok {
+		t.Fatal("an old unreferenced blob survived GC")
+	}
+	if _, ok := s.Get(digest.FromBytes(young), 1<<20); !ok {
+		t.Fatal("a young unreferenced blob was collected")
+	}
+	if _, ok := s.Get(a.LayerDigest, 1<<20); !ok {
+		t.Fatal("a referenced module was collected")
+	}
+
+	// A cap that holds one artifact: the older one goes when a second
+	// comes.
+	bigA, _ := metadata.Write(tiny, &metadata.Metadata{Name: "a", Description: strings.Repeat("a", 3000)})
+	bigB, _ := metadata.Write(tiny, &metadata.Metadata{Name: "b", Description: strings.Repeat("b", 3000)})
+	s, _ = OpenStore(filepath.Join(dir, "capped"), 5000)
+	first := put(bigA)
+	for _, d := range []digest.Digest{first.Digest, first.LayerDigest} {
+		age(d, time.Hour)
+	}
+	second := put(bigB)
+	if _, ok := s.Get(first.Digest, 1<<20); ok {
+		t.Fatal("over the cap, the least recently used manifest stayed")
+	}
+	if _, ok := s.Get(first.LayerDigest, 1<<20); ok {
+		t.Fatal("over the cap, the dropped artifact's module stayed")
+	}
+	if _, ok := s.Get(second.LayerDigest, 1<<20); !ok {
+		t.Fatal("the newest artifact was trimmed")
+	}
+}
+
+// TestSaveLoad: an air gap. Save pulls from the registry into a bundle;
+// a client with an empty store loads it and pulls by digest with the
+// registry gone; a tampered bundle is refused whole.
+func TestSaveLoad(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{})
+	ctx := context.Background()
+	c := newClient(t, Options{PlainHTTP: true})
+	other, _ := metadata.Write(tiny, &metadata.Metadata{Name: "other"})
+	d1, err := c.Push(ctx, tiny, reg.Host+"/p/tiny:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Push(ctx, other, reg.Host+"/p/other:v2"); err != nil {
+		t.Fatal(err)
+	}
+	var bundle bytes.Buffer
+	if _, err := c.Save(ctx, []string{reg.Host + "/p/tiny:v1", reg.Host + "/p/other:v2"}, &bundle); err != nil {
+		t.Fatal(err)
+	}
+	reg.Server.Close()
+
+	s := newStore(t)
+	offline := newClient(t, Options{PlainHTTP: true, Store: s})
+	loaded, err := offline.Load(bytes.NewReader(bundle.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded) != 2 || loaded[0].Name != reg.Host+"/p/tiny:v1" || loaded[0].Digest != d1 || loaded[0].Ref != reg.Host+"/p/tiny@"+d1.String() {
+		t.Fatalf("loaded %+v", loaded)
+	}
+	a, err := offline.Pull(ctx, loaded[0].Ref)
+	if err != nil || !bytes.Equal(a.Wasm, tiny) {
+		t.Fatalf("offline pull: %v", err)
+	}
+
+	// One byte of the module changed: the whole bundle is refused.
+	raw := bundle.Bytes()
+	i := bytes.Index(raw, tiny)
+	tampered := append([]byte{}, raw...)
+	tampered[i+len(tiny)-1] ^= 1
+	s2 := newStore(t)
+	if _, err := newClient(t, Options{Store: s2}).Load(bytes.NewReader(tampered)); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
+		t.Fatalf("tampered bundle: %v", err)
+	}
+	if left := storeBlobs(t, s2); len(left) != 0 {
+		t.Fatalf("a refused bundle left %v", left)
+	}
+}
