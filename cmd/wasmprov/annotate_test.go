@@ -29,7 +29,7 @@ func TestAnnotate(t *testing.T) {
 	if md.ABIVersion != 1 || strings.Join(md.Capabilities, ",") != "log" || md.Policy.AllowedHosts[0] != "api.example.com" {
 		t.Fatalf("metadata %+v", md)
 	}
-	text, err := run(t, "inspect", out)
+	text, err := run(t, "inspect", "-cache", testguest.CompilationCacheDir(t), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestAnnotate(t *testing.T) {
 	if !bytes.Equal(b2[:len(orig)], orig) {
 		t.Fatal("re-annotating changed more than the metadata section")
 	}
-	text, err = run(t, "inspect", out)
+	text, err = run(t, "inspect", "-cache", testguest.CompilationCacheDir(t), out)
 	if err == nil || !strings.Contains(text, "needs host version 99.0.0 or newer") {
 		t.Fatalf("inspect of a module for a newer host: %v\n%s", err, text)
 	}

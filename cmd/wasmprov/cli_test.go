@@ -54,7 +54,7 @@ func TestCallFake(t *testing.T) {
 }
 
 func TestInspect(t *testing.T) {
-	out, err := run(t, "inspect", testguest.Build(t, "examples/hostcalls"))
+	out, err := run(t, "inspect", "-cache", testguest.CompilationCacheDir(t), testguest.Build(t, "examples/hostcalls"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestInspect(t *testing.T) {
 		}
 	}
 	bad := filepath.Join(testguest.Root(), "runtime", "testdata", "abi", "missing_export.wasm")
-	out, err = run(t, "inspect", bad)
+	out, err = run(t, "inspect", "-cache", testguest.CompilationCacheDir(t), bad)
 	if err == nil || !strings.Contains(out, `missing export "wasmprov_delete"`) {
 		t.Fatalf("inspect of an invalid module: err=%v\n%s", err, out)
 	}

@@ -19,6 +19,7 @@ func init() {
 
 func runInspect(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables); the one call and serve use, so a module inspected once starts fast everywhere")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: wasmprov inspect PROVIDER.wasm\n\n"+
 			"Describes the module: size, digest, ABI version, declared capabilities, exports\n"+
@@ -36,7 +37,11 @@ func runInspect(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rt, err := runtime.New(engineOption())
+	opts := []runtime.Option{engineOption()}
+	if *cacheDir != "" {
+		opts = append(opts, runtime.WithCompilationCacheDir(*cacheDir))
+	}
+	rt, err := runtime.New(opts...)
 	if err != nil {
 		return err
 	}
