@@ -88,29 +88,80 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func runPush(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("push", flag.ContinueOnError)
+// ociCommand is what every OCI command shares: the registry and store
+// flags, an optional -o FILE, positional arguments checked by ok, and the
+// client built from the flags.
+type ociCommand struct {
+	name, usage string
+	withOut     bool // takes -o FILE (required)
+	ok          func(pos []string) bool
+	want        string // what ok expects, for the error
+}
+
+// parse parses args and returns the client, the positional arguments and
+// the -o file.
+func (c ociCommand) parse(args []string) (*oci.Client, []string, string, error) {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	f := addOCIFlags(fs)
+	var out *string
+	if c.withOut {
+		out = fs.String("o", "", "write to `FILE` (required)")
+	}
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wasmprov push PROVIDER.wasm REGISTRY/REPOSITORY:TAG\n\n"+
-			"Pushes the module as a Wasm OCI artifact (config application/vnd.wasm.config.v0+json,\n"+
-			"one application/wasm layer), its metadata as the manifest's annotations, and\n"+
-			"prints the reference pinned to the manifest's digest.\n\nflags:")
+		fmt.Fprintln(fs.Output(), c.usage+"\n\nflags:")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
-	if len(pos) != 2 {
+	if !c.ok(pos) || (out != nil && *out == "") {
 		fs.Usage()
-		return fmt.Errorf("want a module and a reference")
+		return nil, nil, "", fmt.Errorf("want %s", c.want)
 	}
-	wasm, err := os.ReadFile(pos[0])
+	client, err := f.client()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if out != nil {
+		return client, pos, *out, nil
+	}
+	return client, pos, "", nil
+}
+
+func argCount(n int) func([]string) bool { return func(pos []string) bool { return len(pos) == n } }
+
+var (
+	pushCommand = ociCommand{name: "push", ok: argCount(2), want: "a module and a reference",
+		usage: "usage: wasmprov push PROVIDER.wasm REGISTRY/REPOSITORY:TAG\n\n" +
+			"Pushes the module as a Wasm OCI artifact (config application/vnd.wasm.config.v0+json,\n" +
+			"one application/wasm layer), its metadata as the manifest's annotations, and\n" +
+			"prints the reference pinned to the manifest's digest."}
+	pullCommand = ociCommand{name: "pull", withOut: true, ok: argCount(1), want: "one reference and -o",
+		usage: "usage: wasmprov pull REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST] -o FILE\n\n" +
+			"Pulls the module, verifying every blob against its digest, and prints the\n" +
+			"reference pinned to the manifest's digest. A reference by digest the local store\n" +
+			"has is served from it without contacting the registry."}
+	digestCommand = ociCommand{name: "digest", ok: argCount(1), want: "one reference",
+		usage: "usage: wasmprov digest REGISTRY/REPOSITORY:TAG\n\n" +
+			"Prints the manifest digest the tag names now (pin it: REPOSITORY@DIGEST)."}
+	saveCommand = ociCommand{name: "save", withOut: true, ok: func(pos []string) bool { return len(pos) > 0 }, want: "references and -o",
+		usage: "usage: wasmprov save REF... -o BUNDLE.tar\n\n" +
+			"Writes the artifacts (pulled, or from the local store) to an OCI image layout\n" +
+			"tar that 'wasmprov load' reads on a machine without access to the registry."}
+	loadCommand = ociCommand{name: "load", ok: argCount(1), want: "one bundle",
+		usage: "usage: wasmprov load BUNDLE.tar\n\n" +
+			"Verifies the bundle 'wasmprov save' wrote and puts its artifacts into the local\n" +
+			"store; it prints each reference pinned to its digest, which 'wasmprov pull'\n" +
+			"then serves from the store with no registry."}
+)
+
+func runPush(ctx context.Context, args []string) error {
+	c, pos, _, err := pushCommand.parse(args)
 	if err != nil {
 		return err
 	}
-	c, err := f.client()
+	wasm, err := os.ReadFile(pos[0])
 	if err != nil {
 		return err
 	}
@@ -134,25 +185,7 @@ func repoOf(ref string) string {
 }
 
 func runPull(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("pull", flag.ContinueOnError)
-	f := addOCIFlags(fs)
-	out := fs.String("o", "", "write the module to `FILE` (required)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wasmprov pull REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST] -o FILE\n\n"+
-			"Pulls the module, verifying every blob against its digest, and prints the\n"+
-			"reference pinned to the manifest's digest. A reference by digest the local store\n"+
-			"has is served from it without contacting the registry.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 || *out == "" {
-		fs.Usage()
-		return fmt.Errorf("want one reference and -o")
-	}
-	c, err := f.client()
+	c, pos, out, err := pullCommand.parse(args)
 	if err != nil {
 		return err
 	}
@@ -160,7 +193,7 @@ func runPull(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(*out, a.Wasm); err != nil {
+	if err := writeFileAtomic(out, a.Wasm); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s\n", a.Ref)
@@ -168,22 +201,7 @@ func runPull(ctx context.Context, args []string) error {
 }
 
 func runDigest(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("digest", flag.ContinueOnError)
-	f := addOCIFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wasmprov digest REGISTRY/REPOSITORY:TAG\n\n"+
-			"Prints the manifest digest the tag names now (pin it: REPOSITORY@DIGEST).\n\nflags:")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("want one reference")
-	}
-	c, err := f.client()
+	c, pos, _, err := digestCommand.parse(args)
 	if err != nil {
 		return err
 	}
@@ -196,28 +214,11 @@ func runDigest(ctx context.Context, args []string) error {
 }
 
 func runSave(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("save", flag.ContinueOnError)
-	f := addOCIFlags(fs)
-	out := fs.String("o", "", "write the bundle to `FILE` (required)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wasmprov save REF... -o BUNDLE.tar\n\n"+
-			"Writes the artifacts (pulled, or from the local store) to an OCI image layout\n"+
-			"tar that 'wasmprov load' reads on a machine without access to the registry.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
+	c, pos, out, err := saveCommand.parse(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 || *out == "" {
-		fs.Usage()
-		return fmt.Errorf("want references and -o")
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp*")
 	if err != nil {
 		return err
 	}
@@ -229,7 +230,7 @@ func runSave(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), *out); err != nil {
+	if err := os.Rename(tmp.Name(), out); err != nil {
 		return err
 	}
 	for _, a := range arts {
@@ -239,24 +240,7 @@ func runSave(ctx context.Context, args []string) error {
 }
 
 func runLoad(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	f := addOCIFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wasmprov load BUNDLE.tar\n\n"+
-			"Verifies the bundle 'wasmprov save' wrote and puts its artifacts into the local\n"+
-			"store; it prints each reference pinned to its digest, which 'wasmprov pull'\n"+
-			"then serves from the store with no registry.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("want one bundle")
-	}
-	c, err := f.client()
+	c, pos, _, err := loadCommand.parse(args)
 	if err != nil {
 		return err
 	}
