@@ -86,15 +86,6 @@ func TestBadInputLeavesNothing(t *testing.T) {
 				t.Fatalf("upstream falls back to HZ_TOKEN when the Secret cannot be read: %v", err)
 			}
 		})
-		t.Run("no operatingSystemSpec", func(t *testing.T) {
-			m := hetznertest.RawSpec("noosspec", "uid-noosspec", fmt.Sprintf(
-				`{"cloudProvider":"hetzner","operatingSystem":"ubuntu","cloudProviderSpec":{"token":"sim-token","serverType":"cx22","location":"fsn1","endpoint":%q}}`, f.sim.URL))
-			err := f.p.Validate(f.ctx, m.Spec)
-			expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
-			if !strings.Contains(err.Error(), "operatingSystemSpec") {
-				t.Errorf("%v does not name operatingSystemSpec", err)
-			}
-		})
 		t.Run("any os with an explicit image", func(t *testing.T) {
 			m := f.machine("flatcar", map[string]any{"image": "flatcar"})
 			m = hetznertest.Machine(m.Name, string(m.UID), "flatcar", f.spec(map[string]any{"image": "flatcar"}))
