@@ -227,7 +227,8 @@ func TestUpstreamManifests(t *testing.T) {
 				t.Fatalf("%d servers for %d machines", len(servers), len(ms))
 			}
 			groups := sim.PlacementGroups()
-			if len(groups) != 1 || len(groups[0].Servers) != len(ms) || !strings.HasPrefix(groups[0].Name, "workers-") {
+			if len(groups) != 1 || len(groups[0].Servers) != len(ms) || !strings.HasPrefix(groups[0].Name, "workers-") ||
+				groups[0].Labels["my"] != "label" || len(groups[0].Labels) != 1 {
 				t.Fatalf("placement groups %+v", groups)
 			}
 			for _, s := range servers {

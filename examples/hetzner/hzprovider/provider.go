@@ -238,7 +238,7 @@ func (p *Provider) lookups(ctx context.Context, api API, c *Config) (*resolved, 
 
 // placementGroup returns a spread group named with the prefix that has
 // room for one more server, or creates "<prefix>-<random>", as upstream.
-func placementGroup(ctx context.Context, api API, prefix string) (int64, error) {
+func placementGroup(ctx context.Context, api API, prefix string, machineLabels map[string]string) (int64, error) {
 	groups, err := api.PlacementGroups(ctx)
 	if err != nil {
 		return 0, classify(err, "failed to list placement groups")
@@ -251,7 +251,14 @@ func placementGroup(ctx context.Context, api API, prefix string) (int64, error) 
 	}
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
-	g, err := api.CreatePlacementGroup(ctx, prefix+"-"+hex.EncodeToString(suffix), map[string]string{})
+	// Labelled as the servers, without the UID: the group is shared.
+	labels := map[string]string{}
+	for k, v := range machineLabels {
+		if k != MachineUIDLabel {
+			labels[k] = v
+		}
+	}
+	g, err := api.CreatePlacementGroup(ctx, prefix+"-"+hex.EncodeToString(suffix), labels)
 	if err != nil {
 		return 0, classify(err, "failed to create placement group")
 	}
@@ -380,7 +387,7 @@ func (p *Provider) Create(ctx context.Context, m *provider.Machine, userdata str
 		}
 		var group int64
 		if c.PlacementGroupPrefix != "" {
-			if group, err = placementGroup(ctx, api, c.PlacementGroupPrefix); err != nil {
+			if group, err = placementGroup(ctx, api, c.PlacementGroupPrefix, c.Labels); err != nil {
 				return nil, err
 			}
 			// Before the server exists: Delete then finds the group to
