@@ -93,6 +93,20 @@ func TestBadInputLeavesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+		t.Run("server create fails after the group was made", func(t *testing.T) {
+			// The group Create made for a server that never came is the
+			// Machine's (annotated before the server create), and its
+			// Delete removes it.
+			f.sim.Inject(hcloudsim.Fault{Name: "500", Method: "POST", Path: "/v1/servers", Status: 500, Times: 1})
+			m := f.machine("pgfail", good)
+			_, err := f.p.Create(f.ctx, m, f.cluster.Data(), "")
+			expectClass(t, err, runtime.ClassTransient)
+			if g := f.sim.PlacementGroups(); len(g) != 1 || len(g[0].Servers) != 0 {
+				t.Fatalf("groups after the failed create: %+v", g)
+			}
+			deleteAll(t, f.p, f.ctx, m)
+			expectEmpty(t, f.sim)
+		})
 		t.Run("placement group at its limit", func(t *testing.T) {
 			// A group with the prefix that already holds ten servers is
 			// not used: Create makes a second one.
