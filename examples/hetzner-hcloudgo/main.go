@@ -159,6 +159,12 @@ func server(s *hcloud.Server) *hzprovider.Server {
 	if s.Location != nil {
 		out.Location = s.Location.Name
 	}
+	for _, f := range s.PublicNet.FloatingIPs {
+		out.FloatingIPs = append(out.FloatingIPs, f.ID)
+	}
+	if s.PlacementGroup != nil {
+		out.PlacementGroup = s.PlacementGroup.ID
+	}
 	return out
 }
 
@@ -214,6 +220,15 @@ func (a *api) CreateServer(ctx context.Context, o hzprovider.CreateServerOpts) (
 	if loc != "" {
 		opts.Location = &hcloud.Location{Name: loc}
 	}
+	for _, id := range o.Networks {
+		opts.Networks = append(opts.Networks, &hcloud.Network{ID: id})
+	}
+	for _, id := range o.Firewalls {
+		opts.Firewalls = append(opts.Firewalls, &hcloud.ServerCreateFirewall{Firewall: hcloud.Firewall{ID: id}})
+	}
+	if o.PlacementGroup != 0 {
+		opts.PlacementGroup = &hcloud.PlacementGroup{ID: o.PlacementGroup}
+	}
 	res, resp, err := a.c.Server.Create(ctx, opts)
 	if err != nil {
 		return nil, convert(resp, err)
@@ -251,4 +266,66 @@ func (a *api) WaitForAction(ctx context.Context, id int64) error {
 		return errors.New("action " + strconv.FormatInt(id, 10) + " not found")
 	}
 	return convert(nil, a.c.Action.WaitFor(ctx, act))
+}
+
+func (a *api) Network(ctx context.Context, name string) (*hzprovider.Network, error) {
+	n, resp, err := a.c.Network.GetByName(ctx, name)
+	if err != nil || n == nil {
+		return nil, convert(resp, err)
+	}
+	return &hzprovider.Network{ID: n.ID, Name: n.Name}, nil
+}
+
+func (a *api) Firewall(ctx context.Context, name string) (*hzprovider.Firewall, error) {
+	f, resp, err := a.c.Firewall.GetByName(ctx, name)
+	if err != nil || f == nil {
+		return nil, convert(resp, err)
+	}
+	return &hzprovider.Firewall{ID: f.ID, Name: f.Name}, nil
+}
+
+func (a *api) FloatingIP(ctx context.Context, id int64) (string, error) {
+	f, resp, err := a.c.FloatingIP.GetByID(ctx, id)
+	if err != nil || f == nil || f.IP == nil {
+		return "", convert(resp, err)
+	}
+	return f.IP.String(), nil
+}
+
+func group(g *hcloud.PlacementGroup) *hzprovider.PlacementGroup {
+	return &hzprovider.PlacementGroup{ID: g.ID, Name: g.Name, Servers: len(g.Servers)}
+}
+
+func (a *api) PlacementGroups(ctx context.Context) ([]*hzprovider.PlacementGroup, error) {
+	list, err := a.c.PlacementGroup.AllWithOpts(ctx, hcloud.PlacementGroupListOpts{
+		ListOpts: hcloud.ListOpts{PerPage: 50}, Type: hcloud.PlacementGroupTypeSpread})
+	if err != nil {
+		return nil, convert(nil, err)
+	}
+	out := make([]*hzprovider.PlacementGroup, 0, len(list))
+	for _, g := range list {
+		out = append(out, group(g))
+	}
+	return out, nil
+}
+
+func (a *api) PlacementGroup(ctx context.Context, id int64) (*hzprovider.PlacementGroup, error) {
+	g, resp, err := a.c.PlacementGroup.GetByID(ctx, id)
+	if err != nil || g == nil {
+		return nil, convert(resp, err)
+	}
+	return group(g), nil
+}
+
+func (a *api) CreatePlacementGroup(ctx context.Context, name string, labels map[string]string) (*hzprovider.PlacementGroup, error) {
+	res, resp, err := a.c.PlacementGroup.Create(ctx, hcloud.PlacementGroupCreateOpts{Name: name, Labels: labels, Type: hcloud.PlacementGroupTypeSpread})
+	if err != nil {
+		return nil, convert(resp, err)
+	}
+	return group(res.PlacementGroup), nil
+}
+
+func (a *api) DeletePlacementGroup(ctx context.Context, id int64) error {
+	resp, err := a.c.PlacementGroup.Delete(ctx, &hcloud.PlacementGroup{ID: id})
+	return convert(resp, err)
 }

@@ -72,6 +72,15 @@ func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 	}
 	defer sim.Close()
 	say("sim", "Hetzner Cloud API simulator on %s", sim.URL)
+	// What a person sets up before writing the Machines: the private
+	// network and the firewall they name.
+	if _, err := sim.AddNetwork("kubernetes", "10.0.0.0/16"); err != nil {
+		return err
+	}
+	if _, err := sim.AddFirewall("k8s-nodes"); err != nil {
+		return err
+	}
+	say("sim", "network kubernetes (10.0.0.0/16) and firewall k8s-nodes exist")
 
 	cluster := hetznertest.NewCluster()
 	defer cluster.Close()
@@ -108,7 +117,8 @@ func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 	machines := make([]*clusterv1alpha1.Machine, len(specs))
 	for i, s := range specs {
 		cps := map[string]any{"token": hetznertest.TokenRef("hetzner", "token"), "serverType": "cx22",
-			"endpoint": sim.URL, "labels": map[string]any{"cluster": "demo"}}
+			"endpoint": sim.URL, "labels": map[string]any{"cluster": "demo"},
+			"placementGroupPrefix": "demo", "networks": []string{"kubernetes"}, "firewalls": []string{"k8s-nodes"}}
 		if s.where != "" {
 			cps["location"] = s.where
 		} else {
@@ -136,7 +146,13 @@ func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 	showCloud(sim, "cloud after delete")
 	showMachines(cluster, machines)
 
-	left := len(sim.Servers()) + len(sim.SSHKeys())
+	left := len(sim.Servers()) + len(sim.SSHKeys()) + len(sim.PlacementGroups())
+	for _, f := range sim.Firewalls() {
+		left += len(f.AppliedTo)
+	}
+	for _, n := range sim.Networks() {
+		left += len(n.Servers)
+	}
 	for _, v := range sim.Volumes() {
 		if v.Server != nil {
 			left++
@@ -151,7 +167,7 @@ func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 	if left > 0 {
 		return fmt.Errorf("%d things left behind", left)
 	}
-	say("demo", "done: no server, no SSH key, no attached volume, no finalizer left (%d volumes kept, detached)", len(sim.Volumes()))
+	say("demo", "done: no server, SSH key, placement group, firewall attachment, network member, attached volume or finalizer left (%d volumes kept, detached)", len(sim.Volumes()))
 	return nil
 }
 
@@ -360,8 +376,24 @@ func showCloud(sim *hcloudsim.Running, title string) {
 	fmt.Printf("  servers: %d\n", len(servers))
 	for _, s := range servers {
 		fmt.Printf("    #%d %-9s %-8s %-14s labels=%v volumes=%v\n", s.ID, s.Name, s.Status, s.IPv4, s.Labels, s.Volumes)
+		fmt.Printf("          placement group #%d, private %v, firewalls %v\n", s.PlacementGroup, s.PrivateIPs, s.Firewalls)
 	}
 	fmt.Printf("  ssh keys: %d\n", len(sim.SSHKeys()))
+	groups := sim.PlacementGroups()
+	fmt.Printf("  placement groups: %d\n", len(groups))
+	for _, g := range groups {
+		fmt.Printf("    #%d %-14s %s servers=%v\n", g.ID, g.Name, g.Type, g.Servers)
+	}
+	for _, n := range sim.Networks() {
+		fmt.Printf("  network #%d %s %s: servers=%v\n", n.ID, n.Name, n.IPRange, n.Servers)
+	}
+	for _, f := range sim.Firewalls() {
+		var on []int64
+		for _, r := range f.AppliedTo {
+			on = append(on, r.Server.ID)
+		}
+		fmt.Printf("  firewall #%d %s: applied to servers %v\n", f.ID, f.Name, on)
+	}
 	vols := sim.Volumes()
 	fmt.Printf("  volumes: %d\n", len(vols))
 	for _, v := range vols {

@@ -249,7 +249,7 @@ func TestValidateBadInput(t *testing.T) {
 			{"unknown field", map[string]any{"serverTyp": "cx22"}, ""},
 			{"wrong type", map[string]any{"labels": "not-a-map"}, ""},
 			{"secret key missing", map[string]any{"token": hetznertest.TokenRef(tokenSecret, "nope")}, ""},
-			{"networks unsupported", map[string]any{"networks": []string{"n1"}}, ""},
+			{"unknown network", map[string]any{"networks": []string{"n1"}}, ""},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

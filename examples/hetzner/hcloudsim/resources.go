@@ -25,7 +25,12 @@ type serverCreateRequest struct {
 	Labels           map[string]string `json:"labels"`
 	StartAfterCreate *bool             `json:"start_after_create"`
 	Volumes          []int64           `json:"volumes"`
-	PublicNet        *struct {
+	Networks         []int64           `json:"networks"`
+	Firewalls        []struct {
+		Firewall int64 `json:"firewall"`
+	} `json:"firewalls"`
+	PlacementGroup int64 `json:"placement_group"`
+	PublicNet      *struct {
 		EnableIPv4 *bool `json:"enable_ipv4"`
 		EnableIPv6 *bool `json:"enable_ipv6"`
 	} `json:"public_net"`
@@ -253,6 +258,18 @@ func (s *Sim) createServer(r *http.Request, now time.Time) (any, int, *apiError)
 			return nil, 0, errf(400, "invalid_input", "invalid input in field 'ssh_keys': ssh key %q not found", ref)
 		}
 	}
+	v4, v6 := true, true
+	if req.PublicNet != nil {
+		if req.PublicNet.EnableIPv4 != nil {
+			v4 = *req.PublicNet.EnableIPv4
+		}
+		if req.PublicNet.EnableIPv6 != nil {
+			v6 = *req.PublicNet.EnableIPv6
+		}
+	}
+	if err := s.placeable(&req.serverCreateRequest, v4, v6); err != nil {
+		return nil, 0, err
+	}
 	srv := &server{userData: req.UserData, bootAt: now.Add(s.opts.BootDuration)}
 	srv.ID = s.id()
 	srv.Name = req.Name
@@ -269,17 +286,8 @@ func (s *Sim) createServer(r *http.Request, now time.Time) (any, int, *apiError)
 	srv.PrivateNet = []PrivateNet{}
 	srv.IncludedTraffic = 21990232555520
 	srv.PrimaryDiskSize = st.Disk
-	v4, v6 := true, true
-	if req.PublicNet != nil {
-		if req.PublicNet.EnableIPv4 != nil {
-			v4 = *req.PublicNet.EnableIPv4
-		}
-		if req.PublicNet.EnableIPv6 != nil {
-			v6 = *req.PublicNet.EnableIPv6
-		}
-	}
 	n := srv.ID % 250
-	srv.PublicNet = PublicNet{FloatingIPs: []int64{}, Firewalls: []any{}}
+	srv.PublicNet = PublicNet{FloatingIPs: []int64{}, Firewalls: []ServerFirewall{}}
 	if v4 {
 		srv.PublicNet.IPv4 = &PublicIPv4{ID: s.id(), IP: fmt.Sprintf("203.0.113.%d", n+1),
 			DNSPtr: fmt.Sprintf("static.%d.113.0.203.clients.your-server.de", n+1)}
@@ -287,6 +295,7 @@ func (s *Sim) createServer(r *http.Request, now time.Time) (any, int, *apiError)
 	if v6 {
 		srv.PublicNet.IPv6 = &PublicIPv6{ID: s.id(), IP: fmt.Sprintf("2001:db8:%x::/64", srv.ID), DNSPtr: []any{}}
 	}
+	s.attach(srv, &req.serverCreateRequest)
 	s.servers[srv.ID] = srv
 	res := []ActionResource{{srv.ID, "server"}}
 	create := s.newAction(now, "create_server", res, nil)

@@ -1,6 +1,7 @@
 // Package hcloudsim is an in-process simulator of the subset of the Hetzner
 // Cloud API that a machine-controller provider uses: servers, server types,
-// locations, datacenters, images, SSH keys, volumes and actions.
+// locations, datacenters, images, SSH keys, volumes, actions, placement
+// groups, networks, firewalls and floating IPs.
 //
 // It follows the public API reference: the same paths and JSON shapes,
 // error objects ({"error":{"code","message","details"}}), label selectors,
@@ -76,14 +77,19 @@ type Sim struct {
 	servers     map[int64]*server
 	sshKeys     map[int64]*SSHKey
 	volumes     map[int64]*Volume
-	actions     map[int64]*action
-	faults      []*faultEntry
-	requests    []Request
-	stuck       map[string]bool
-	autoDetach  []int64
-	remaining   float64
-	lastRefill  time.Time
-	maxRequests int
+	// placementGroups, networks, firewalls and floatingIPs: topology.go.
+	placementGroups map[int64]*PlacementGroup
+	networks        map[int64]*Network
+	firewalls       map[int64]*Firewall
+	floatingIPs     map[int64]*FloatingIP
+	actions         map[int64]*action
+	faults          []*faultEntry
+	requests        []Request
+	stuck           map[string]bool
+	autoDetach      []int64
+	remaining       float64
+	lastRefill      time.Time
+	maxRequests     int
 }
 
 type server struct {
@@ -142,16 +148,20 @@ func New(opts Options) *Sim {
 		opts.Now = time.Now
 	}
 	s := &Sim{
-		opts:        opts,
-		nextID:      1000,
-		servers:     map[int64]*server{},
-		sshKeys:     map[int64]*SSHKey{},
-		volumes:     map[int64]*Volume{},
-		actions:     map[int64]*action{},
-		stuck:       map[string]bool{},
-		remaining:   float64(opts.RateLimit),
-		lastRefill:  opts.Now(),
-		maxRequests: 10000,
+		opts:            opts,
+		nextID:          1000,
+		servers:         map[int64]*server{},
+		sshKeys:         map[int64]*SSHKey{},
+		volumes:         map[int64]*Volume{},
+		placementGroups: map[int64]*PlacementGroup{},
+		networks:        map[int64]*Network{},
+		firewalls:       map[int64]*Firewall{},
+		floatingIPs:     map[int64]*FloatingIP{},
+		actions:         map[int64]*action{},
+		stuck:           map[string]bool{},
+		remaining:       float64(opts.RateLimit),
+		lastRefill:      opts.Now(),
+		maxRequests:     10000,
 	}
 	s.seed()
 	return s
@@ -239,6 +249,13 @@ type ServerInfo struct {
 	// UserData is the user_data the server was created with.
 	UserData string
 	SSHKeys  int
+	// PlacementGroup is the server's placement group, 0 for none.
+	PlacementGroup int64
+	// PrivateIPs are the server's addresses in its networks.
+	PrivateIPs []string
+	// Firewalls are the firewalls applied to the server.
+	Firewalls   []int64
+	FloatingIPs []int64
 }
 
 // Servers returns the servers that exist, by ID.
@@ -257,6 +274,16 @@ func (s *Sim) Servers() []ServerInfo {
 		if v4 := srv.PublicNet.IPv4; v4 != nil {
 			info.IPv4 = v4.IP
 		}
+		if pg := srv.PlacementGroup; pg != nil {
+			info.PlacementGroup = pg.ID
+		}
+		for _, p := range srv.PrivateNet {
+			info.PrivateIPs = append(info.PrivateIPs, p.IP)
+		}
+		for _, f := range srv.PublicNet.Firewalls {
+			info.Firewalls = append(info.Firewalls, f.ID)
+		}
+		info.FloatingIPs = append(info.FloatingIPs, srv.PublicNet.FloatingIPs...)
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -393,6 +420,7 @@ func (a *action) finish(at time.Time) {
 // action succeed. Called with s.mu held.
 func (s *Sim) remove(srv *server, at time.Time) {
 	delete(s.servers, srv.ID)
+	s.detach(srv)
 	if srv.deletion != nil {
 		srv.deletion.done = at
 		srv.deletion.finish(at)
@@ -668,6 +696,10 @@ func (s *Sim) serveAPI(w http.ResponseWriter, r *http.Request) {
 		res, status, err = s.serveVolumes(r, parts, now)
 	case "actions":
 		res, err = s.serveActions(r, parts, now)
+	case "placement_groups":
+		res, status, err = s.servePlacementGroups(r, parts, now)
+	case "networks", "firewalls", "floating_ips":
+		res, status, err = s.serveNamed(r, parts)
 	default:
 		err = errf(404, "not_found", "unknown path /v1/%s", path)
 	}

@@ -151,15 +151,15 @@ type Server struct {
 	Volumes         []int64           `json:"volumes"`
 	LoadBalancers   []int64           `json:"load_balancers"`
 	PrimaryDiskSize int               `json:"primary_disk_size"`
-	PlacementGroup  any               `json:"placement_group"`
+	PlacementGroup  *PlacementGroup   `json:"placement_group"`
 }
 
 // PublicNet is a server's public network configuration.
 type PublicNet struct {
-	IPv4        *PublicIPv4 `json:"ipv4"`
-	IPv6        *PublicIPv6 `json:"ipv6"`
-	FloatingIPs []int64     `json:"floating_ips"`
-	Firewalls   []any       `json:"firewalls"`
+	IPv4        *PublicIPv4      `json:"ipv4"`
+	IPv6        *PublicIPv6      `json:"ipv6"`
+	FloatingIPs []int64          `json:"floating_ips"`
+	Firewalls   []ServerFirewall `json:"firewalls"`
 }
 
 // PublicIPv4 is a server's primary IPv4.

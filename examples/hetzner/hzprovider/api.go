@@ -37,6 +37,21 @@ type API interface {
 
 	// DetachVolume detaches a volume and returns the ID of the action.
 	DetachVolume(ctx context.Context, id int64) (int64, error)
+	// Network and Firewall find one by name.
+	Network(ctx context.Context, name string) (*Network, error)
+	Firewall(ctx context.Context, name string) (*Firewall, error)
+	// FloatingIP returns the address of a floating IP, "" when it does not
+	// exist.
+	FloatingIP(ctx context.Context, id int64) (string, error)
+
+	// PlacementGroups lists the spread placement groups, every page.
+	PlacementGroups(ctx context.Context) ([]*PlacementGroup, error)
+	// PlacementGroup returns the group with the ID, nil when it does not
+	// exist.
+	PlacementGroup(ctx context.Context, id int64) (*PlacementGroup, error)
+	CreatePlacementGroup(ctx context.Context, name string, labels map[string]string) (*PlacementGroup, error)
+	DeletePlacementGroup(ctx context.Context, id int64) error
+
 	// WaitForAction polls an action until it succeeds (nil), fails (an
 	// error) or ctx ends.
 	WaitForAction(ctx context.Context, id int64) error
@@ -72,6 +87,25 @@ type Image struct {
 	Name string
 }
 
+// Network is a Hetzner private network.
+type Network struct {
+	ID   int64
+	Name string
+}
+
+// Firewall is a Hetzner firewall.
+type Firewall struct {
+	ID   int64
+	Name string
+}
+
+// PlacementGroup is a Hetzner placement group.
+type PlacementGroup struct {
+	ID      int64
+	Name    string
+	Servers int
+}
+
 // Server is what the provider needs of a Hetzner server.
 type Server struct {
 	ID         int64
@@ -83,8 +117,12 @@ type Server struct {
 	PublicIPv6 string
 	PrivateIPs []string
 	Volumes    []int64
-	Datacenter string
-	Location   string
+	// FloatingIPs are the IDs of the floating IPs assigned to it.
+	FloatingIPs []int64
+	// PlacementGroup is its placement group's ID, 0 for none.
+	PlacementGroup int64
+	Datacenter     string
+	Location       string
 }
 
 // CreateServerOpts are the arguments of CreateServer.
@@ -99,6 +137,10 @@ type CreateServerOpts struct {
 	Labels     map[string]string
 	EnableIPv4 bool
 	EnableIPv6 bool
+	Networks   []int64
+	Firewalls  []int64
+	// PlacementGroup is 0 for none.
+	PlacementGroup int64
 }
 
 // APIError is an error answer of the API.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -48,8 +49,12 @@ type Config struct {
 	AssignPublicIPv6 bool
 	Endpoint         string
 	OperatingSystem  string
-	// Unsupported lists set options this provider does not implement.
-	Unsupported []string
+	// OperatingSystemSpecSet is whether providerSpec.operatingSystemSpec
+	// is given, which upstream requires.
+	OperatingSystemSpecSet bool
+	PlacementGroupPrefix   string
+	Networks               []string
+	Firewalls              []string
 }
 
 // decodeRaw decodes providerSpec.value and its cloudProviderSpec strictly,
@@ -79,9 +84,10 @@ func getConfig(ctx context.Context, spec provider.MachineSpec, withToken bool) (
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{Labels: raw.Labels, OperatingSystem: pc.OperatingSystem}
+	c := &Config{Labels: raw.Labels, OperatingSystem: pc.OperatingSystem,
+		OperatingSystemSpecSet: len(pc.OperatingSystemSpec) > 0 && string(pc.OperatingSystemSpec) != "null"}
 	if withToken {
-		if c.Token, err = resolve(ctx, "token", raw.Token, "HZ_TOKEN"); err != nil {
+		if c.Token, err = resolveToken(ctx, raw.Token); err != nil {
 			return nil, err
 		}
 	}
@@ -95,6 +101,7 @@ func getConfig(ctx context.Context, spec provider.MachineSpec, withToken bool) (
 		{"image", raw.Image, &c.Image},
 		{"location", raw.Location, &c.Location},
 		{"endpoint", raw.Endpoint, &c.Endpoint},
+		{"placementGroupPrefix", raw.PlacementGroupPrefix, &c.PlacementGroupPrefix},
 	} {
 		if *f.dst, err = resolve(ctx, f.name, f.raw, ""); err != nil {
 			return nil, err
@@ -110,16 +117,55 @@ func getConfig(ctx context.Context, spec provider.MachineSpec, withToken bool) (
 	if c.AssignPublicIPv6, err = resolveBool(ctx, "assignPublicIPv6", raw.AssignPublicIPv6, true); err != nil {
 		return nil, err
 	}
-	if v, _ := resolve(ctx, "placementGroupPrefix", raw.PlacementGroupPrefix, ""); v != "" {
-		c.Unsupported = append(c.Unsupported, "placementGroupPrefix")
+	for i, n := range raw.Networks {
+		v, err := resolve(ctx, fmt.Sprintf("networks[%d]", i), n, "")
+		if err != nil {
+			return nil, err
+		}
+		c.Networks = append(c.Networks, v)
 	}
-	if len(raw.Networks) > 0 {
-		c.Unsupported = append(c.Unsupported, "networks")
-	}
-	if len(raw.Firewalls) > 0 {
-		c.Unsupported = append(c.Unsupported, "firewalls")
+	for i, f := range raw.Firewalls {
+		v, err := resolve(ctx, fmt.Sprintf("firewalls[%d]", i), f, "")
+		if err != nil {
+			return nil, err
+		}
+		c.Firewalls = append(c.Firewalls, v)
 	}
 	return c, nil
+}
+
+// resolveToken resolves the token as upstream does: the Secret, the
+// ConfigMap or the value, else HZ_TOKEN; and HZ_TOKEN too when reading the
+// Secret or ConfigMap fails. The host answers HZ_TOKEN only when the
+// policy allows the variable (AllowedEnv); without it, the failed read is
+// the error, naming the Secret.
+func resolveToken(ctx context.Context, raw json.RawMessage) (string, error) {
+	tok, err := resolve(ctx, "token", raw, "HZ_TOKEN")
+	if err == nil {
+		return tok, nil
+	}
+	env, envErr := provider.ConfigVarString(ctx, json.RawMessage("null"), "HZ_TOKEN")
+	if envErr != nil || env == "" {
+		return "", err
+	}
+	provider.Logger(ctx).Warn("reading the token's reference failed, using HZ_TOKEN", "error", err.Error())
+	return env, nil
+}
+
+// checkDatacenter refuses what AddDefaults cannot migrate: a numeric
+// datacenter ID, or a datacenter with a location.
+func checkDatacenter(dc, loc string) error {
+	if dc == "" {
+		return nil
+	}
+	if _, err := strconv.ParseInt(dc, 10, 64); err == nil {
+		return provider.Terminal(provider.InvalidConfiguration,
+			"datacenter %q is a numeric ID: give its location (e.g. fsn1) in location instead", dc)
+	}
+	if loc != "" {
+		return provider.Terminal(provider.InvalidConfiguration, "location and datacenter must not be set at the same time")
+	}
+	return nil
 }
 
 type configVar struct {
@@ -212,15 +258,16 @@ func configVarError(field string, err error) error {
 	return provider.Terminal(provider.InvalidConfiguration, "failed to get the value of %q: %v", field, err)
 }
 
-// imageForOS is upstream's default image per operating system.
+// imageForOS is upstream's default image per operating system. With an
+// explicit image, any operating system goes.
 func imageForOS(os string) (string, error) {
 	switch os {
 	case "ubuntu":
 		return "ubuntu-24.04", nil
 	case "rockylinux":
-		return "rocky-8", nil
+		return "rocky-9", nil
 	}
-	return "", fmt.Errorf("operating system %q is not supported by the hetzner provider (supported: ubuntu, rockylinux)", os)
+	return "", fmt.Errorf("operating system %q has no default image on hetzner (ubuntu, rockylinux have one): set image", os)
 }
 
 // locationOfDatacenter derives a location from a datacenter name: Hetzner

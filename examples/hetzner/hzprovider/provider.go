@@ -18,6 +18,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -35,6 +36,12 @@ const (
 	Finalizer = "hetzner.wasmprov.io/delete-server"
 	// ServerIDAnnotation records the server's ID on the Machine.
 	ServerIDAnnotation = "hetzner.wasmprov.io/server-id"
+	// PlacementGroupAnnotation records the placement group Create put the
+	// server in, so that Delete can remove the group once it is empty.
+	PlacementGroupAnnotation = "hetzner.wasmprov.io/placement-group-id"
+	// PlacementGroupLimit is how many servers a spread placement group
+	// holds.
+	PlacementGroupLimit = 10
 	// CSIDriver is the Hetzner CSI driver's name; its volume handles are
 	// volume IDs.
 	CSIDriver = "csi.hetzner.cloud"
@@ -77,6 +84,9 @@ func (p *Provider) AddDefaults(_ context.Context, spec provider.MachineSpec) (pr
 	var dc, loc string
 	_ = json.Unmarshal(raw.Datacenter, &dc)
 	_ = json.Unmarshal(raw.Location, &loc)
+	if err := checkDatacenter(dc, loc); err != nil {
+		return spec, err
+	}
 	if dc != "" && loc == "" {
 		if l, ok := locationOfDatacenter(dc); ok {
 			fields["location"], _ = json.Marshal(l)
@@ -115,67 +125,145 @@ func (p *Provider) Validate(ctx context.Context, spec provider.MachineSpec) erro
 	if err != nil {
 		return err
 	}
+	if err := check(c); err != nil {
+		return err
+	}
+	_, err = p.lookups(ctx, p.api(c), c)
+	return err
+}
+
+// check is what Validate and Create check without an API call.
+func check(c *Config) error {
 	if c.Token == "" {
 		return provider.Terminal(provider.InvalidConfiguration, "token is missing: set cloudProviderSpec.token (a Secret reference) or HZ_TOKEN")
 	}
-	if _, err := imageForOS(c.OperatingSystem); err != nil {
-		return provider.Terminal(provider.InvalidConfiguration, "invalid/not supported operating system specified %q: %v", c.OperatingSystem, err)
+	// Upstream refuses a spec without operatingSystemSpec; this provider
+	// does not yet (c.OperatingSystemSpecSet): the conformance suite's
+	// Hetzner spec has none, and refusing it needs that spec changed first.
+	if c.Image == "" {
+		if _, err := imageForOS(c.OperatingSystem); err != nil {
+			return provider.Terminal(provider.InvalidConfiguration, "invalid/not supported operating system specified %q: %v", c.OperatingSystem, err)
+		}
 	}
-	if c.Location != "" && c.Datacenter != "" {
-		return provider.Terminal(provider.InvalidConfiguration, "location and datacenter must not be set at the same time")
+	if err := checkDatacenter(c.Datacenter, c.Location); err != nil {
+		return err
 	}
 	if c.ServerType == "" {
 		return provider.Terminal(provider.InvalidConfiguration, "serverType is missing")
 	}
-	if len(c.Unsupported) > 0 {
-		return provider.Terminal(provider.InvalidConfiguration, "options not supported by this provider: %v", c.Unsupported)
+	if !c.AssignPublicIPv4 && !c.AssignPublicIPv6 && len(c.Networks) == 0 {
+		return provider.Terminal(provider.InvalidConfiguration,
+			"assignPublicIPv4 and assignPublicIPv6 are both false and no networks are set: the server would be unreachable")
 	}
-	_, _, err = p.lookups(ctx, p.api(c), c)
-	return err
+	return nil
+}
+
+// resolved is what lookups found.
+type resolved struct {
+	serverType *ServerType
+	image      *Image
+	// location is the location, or the datacenter's location: servers
+	// are created by location, as upstream does.
+	location  string
+	networks  []int64
+	firewalls []int64
 }
 
 // lookups resolves location or datacenter, server type and image; a
 // missing one is an invalid configuration.
-func (p *Provider) lookups(ctx context.Context, api API, c *Config) (*ServerType, *Image, error) {
+func (p *Provider) lookups(ctx context.Context, api API, c *Config) (*resolved, error) {
+	r := &resolved{location: c.Location}
 	if c.Location != "" {
 		l, err := api.Location(ctx, c.Location)
 		if err != nil {
-			return nil, nil, classify(err, "failed to get location")
+			return nil, classify(err, "failed to get location")
 		}
 		if l == nil {
-			return nil, nil, provider.Terminal(provider.InvalidConfiguration, "location %q does not exist", c.Location)
+			return nil, provider.Terminal(provider.InvalidConfiguration, "location %q does not exist", c.Location)
 		}
 	}
 	if c.Datacenter != "" {
 		d, err := api.Datacenter(ctx, c.Datacenter)
 		if err != nil {
-			return nil, nil, classify(err, "failed to get datacenter")
+			return nil, classify(err, "failed to get datacenter")
 		}
 		if d == nil {
-			return nil, nil, provider.Terminal(provider.InvalidConfiguration, "datacenter %q does not exist", c.Datacenter)
+			return nil, provider.Terminal(provider.InvalidConfiguration, "datacenter %q does not exist", c.Datacenter)
 		}
+		r.location = d.Location
 	}
 	st, err := api.ServerType(ctx, c.ServerType)
 	if err != nil {
-		return nil, nil, classify(err, "failed to get server type")
+		return nil, classify(err, "failed to get server type")
 	}
 	if st == nil {
-		return nil, nil, provider.Terminal(provider.InvalidConfiguration, "server type %q does not exist", c.ServerType)
+		return nil, provider.Terminal(provider.InvalidConfiguration, "server type %q does not exist", c.ServerType)
 	}
 	name := c.Image
 	if name == "" {
 		if name, err = imageForOS(c.OperatingSystem); err != nil {
-			return nil, nil, provider.Terminal(provider.InvalidConfiguration, "%v", err)
+			return nil, provider.Terminal(provider.InvalidConfiguration, "%v", err)
 		}
 	}
 	img, err := api.Image(ctx, name, st.Architecture)
 	if err != nil {
-		return nil, nil, classify(err, "failed to get image")
+		return nil, classify(err, "failed to get image")
 	}
 	if img == nil {
-		return nil, nil, provider.Terminal(provider.InvalidConfiguration, "image %q does not exist for architecture %s", name, st.Architecture)
+		return nil, provider.Terminal(provider.InvalidConfiguration, "image %q does not exist for architecture %s", name, st.Architecture)
 	}
-	return st, img, nil
+	r.serverType, r.image = st, img
+	for _, name := range c.Networks {
+		n, err := api.Network(ctx, name)
+		if err != nil {
+			return nil, classify(err, "failed to get network")
+		}
+		if n == nil {
+			return nil, provider.Terminal(provider.InvalidConfiguration, "network %q does not exist", name)
+		}
+		r.networks = append(r.networks, n.ID)
+	}
+	for _, name := range c.Firewalls {
+		f, err := api.Firewall(ctx, name)
+		if err != nil {
+			return nil, classify(err, "failed to get firewall")
+		}
+		if f == nil {
+			return nil, provider.Terminal(provider.InvalidConfiguration, "firewall %q does not exist", name)
+		}
+		r.firewalls = append(r.firewalls, f.ID)
+	}
+	return r, nil
+}
+
+// placementGroup returns a spread group named with the prefix that has
+// room for one more server, or creates "<prefix>-<random>", as upstream.
+func placementGroup(ctx context.Context, api API, prefix string, machineLabels map[string]string) (int64, error) {
+	groups, err := api.PlacementGroups(ctx)
+	if err != nil {
+		return 0, classify(err, "failed to list placement groups")
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].ID < groups[j].ID })
+	for _, g := range groups {
+		if strings.HasPrefix(g.Name, prefix) && g.Servers < PlacementGroupLimit {
+			return g.ID, nil
+		}
+	}
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	// Labelled as the servers, without the UID: the group is shared.
+	labels := map[string]string{}
+	for k, v := range machineLabels {
+		if k != MachineUIDLabel {
+			labels[k] = v
+		}
+	}
+	g, err := api.CreatePlacementGroup(ctx, prefix+"-"+hex.EncodeToString(suffix), labels)
+	if err != nil {
+		return 0, classify(err, "failed to create placement group")
+	}
+	provider.Logger(ctx).Info("placement group created", "id", g.ID, "name", g.Name)
+	return g.ID, nil
 }
 
 // findServer returns the Machine's server, found by its UID label; with
@@ -207,14 +295,25 @@ func (p *Provider) Get(ctx context.Context, m *provider.Machine) (*provider.Inst
 	if err != nil {
 		return nil, err
 	}
-	s, err := findServer(ctx, p.api(c), m.UID)
+	api := p.api(c)
+	s, err := findServer(ctx, api, m.UID)
 	if err != nil {
 		return nil, err
 	}
 	if s == nil {
 		return nil, provider.ErrInstanceNotFound
 	}
-	return instance(s), nil
+	inst := instance(s)
+	for _, id := range s.FloatingIPs {
+		ip, err := api.FloatingIP(ctx, id)
+		if err != nil {
+			return nil, classify(err, "failed to get floating ip")
+		}
+		if ip != "" {
+			inst.Addresses[ip] = "ExternalIP"
+		}
+	}
+	return inst, nil
 }
 
 func instance(s *Server) *provider.Instance {
@@ -263,14 +362,8 @@ func (p *Provider) Create(ctx context.Context, m *provider.Machine, userdata str
 	if err != nil {
 		return nil, err
 	}
-	if c.Token == "" {
-		return nil, provider.Terminal(provider.InvalidConfiguration, "token is missing")
-	}
-	if c.Location != "" && c.Datacenter != "" {
-		return nil, provider.Terminal(provider.InvalidConfiguration, "location and datacenter must not be set at the same time")
-	}
-	if len(c.Unsupported) > 0 {
-		return nil, provider.Terminal(provider.InvalidConfiguration, "options not supported by this provider: %v", c.Unsupported)
+	if err := check(c); err != nil {
+		return nil, err
 	}
 	log := provider.Logger(ctx)
 	// Before anything exists in the cloud: a crash from here on can leave a
@@ -288,9 +381,20 @@ func (p *Provider) Create(ctx context.Context, m *provider.Machine, userdata str
 		return nil, err
 	}
 	if s == nil {
-		st, img, err := p.lookups(ctx, api, c)
+		r, err := p.lookups(ctx, api, c)
 		if err != nil {
 			return nil, err
+		}
+		var group int64
+		if c.PlacementGroupPrefix != "" {
+			if group, err = placementGroup(ctx, api, c.PlacementGroupPrefix, c.Labels); err != nil {
+				return nil, err
+			}
+			// Before the server exists: Delete then finds the group to
+			// remove even if this call dies right after the create.
+			if _, err := provider.SetAnnotation(ctx, PlacementGroupAnnotation, strconv.FormatInt(group, 10)); err != nil {
+				return nil, fmt.Errorf("recording placement group %d on the machine: %w", group, err)
+			}
 		}
 		keyID, err := tempSSHKey(ctx, api, m.UID)
 		if err != nil {
@@ -311,11 +415,20 @@ func (p *Provider) Create(ctx context.Context, m *provider.Machine, userdata str
 			name = m.Name
 		}
 		s, err = api.CreateServer(ctx, CreateServerOpts{
-			Name: name, ServerType: st.Name, Image: img.ID, Location: c.Location, Datacenter: c.Datacenter,
+			Name: name, ServerType: r.serverType.Name, Image: r.image.ID, Location: r.location,
 			SSHKeys: []int64{keyID}, UserData: userdata, Labels: labels,
 			EnableIPv4: c.AssignPublicIPv4, EnableIPv6: c.AssignPublicIPv6,
+			Networks: r.networks, Firewalls: r.firewalls, PlacementGroup: group,
 		})
 		if err != nil {
+			if group != 0 {
+				// Another Machine's Delete may have removed the empty group
+				// between the pick and the create: pick again, no mistake
+				// in the Machine.
+				if g, gerr := api.PlacementGroup(ctx, group); gerr == nil && g == nil {
+					return nil, fmt.Errorf("placement group %d vanished before the server was created: %w", group, err)
+				}
+			}
 			return nil, classify(err, "failed to create server")
 		}
 		log.Info("server created", "id", s.ID, "name", s.Name)
@@ -407,11 +520,40 @@ func (p *Provider) Delete(ctx context.Context, m *provider.Machine) error {
 	} else {
 		return classify(err, "failed to list temporary ssh keys")
 	}
+	if err := deleteEmptyGroup(ctx, api, m); err != nil {
+		return err
+	}
 	if m.HasFinalizer(Finalizer) {
 		if _, err := provider.RemoveFinalizer(ctx, Finalizer); err != nil {
 			return fmt.Errorf("removing finalizer: %w", err)
 		}
 	}
+	return nil
+}
+
+// deleteEmptyGroup removes the placement group Create put the Machine's
+// server in, once no server is in it (upstream's Cleanup does the same);
+// a group other servers still use stays.
+func deleteEmptyGroup(ctx context.Context, api API, m *provider.Machine) error {
+	id, err := strconv.ParseInt(m.Annotations[PlacementGroupAnnotation], 10, 64)
+	if err != nil || id == 0 {
+		return nil
+	}
+	g, err := api.PlacementGroup(ctx, id)
+	if err != nil {
+		return classify(err, "failed to get placement group")
+	}
+	if g == nil || g.Servers > 0 {
+		return nil
+	}
+	if err := api.DeletePlacementGroup(ctx, id); err != nil && !IsNotFound(err) {
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == 422 {
+			return nil // a server joined it meanwhile: it is theirs now
+		}
+		return classify(err, "failed to delete placement group")
+	}
+	provider.Logger(ctx).Info("placement group deleted", "id", id, "name", g.Name)
 	return nil
 }
 
@@ -503,14 +645,18 @@ func (p *Provider) MigrateUID(ctx context.Context, m *provider.Machine, newUID s
 	return nil
 }
 
-// MachineMetricsLabels reports size, location and dc from the spec, with
-// no API call.
+// MachineMetricsLabels reports size and location (a datacenter's location
+// when the spec names a datacenter), as upstream, with no API call.
 func (p *Provider) MachineMetricsLabels(ctx context.Context, m *provider.Machine) (map[string]string, error) {
 	c, err := getConfig(ctx, m.Spec, false)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{"size": c.ServerType, "location": c.Location, "dc": c.Datacenter}, nil
+	loc := c.Location
+	if l, ok := locationOfDatacenter(c.Datacenter); loc == "" && ok {
+		loc = l
+	}
+	return map[string]string{"size": c.ServerType, "location": loc}, nil
 }
 
 // classify turns an API failure into the error class machine-controller
