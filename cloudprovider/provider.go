@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	cloudprovidertypes "github.com/wasmprov/wasmprov/cloudprovider/types"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -76,7 +77,13 @@ func (p *provider) Cleanup(ctx context.Context, log *zap.SugaredLogger, machine 
 	if err := checkMachine(machine); err != nil {
 		return false, err
 	}
-	return p.calls.Cleanup(ctx, machine, p.data(log, data))
+	done, err := p.calls.Cleanup(ctx, machine, p.data(log, data))
+	if errors.Is(err, cloudprovidererrors.ErrInstanceNotFound) {
+		// Nothing left to delete: machine-controller's providers answer
+		// true here, and an error would hold the Machine's finalizer.
+		return true, nil
+	}
+	return done, err
 }
 
 func (p *provider) MachineMetricsLabels(machine *clusterv1alpha1.Machine) (map[string]string, error) {

@@ -387,3 +387,25 @@ func (r clientReader) SecretKey(ctx context.Context, ns, name, key string) (stri
 func (r clientReader) ConfigMapKey(context.Context, string, string, string) (string, error) {
 	return "", errors.New("no ConfigMaps here")
 }
+
+// A Delete answering NOT_FOUND (the SPEC asks for OK) is nothing left to
+// delete for machine-controller: Cleanup is done, the finalizer can go.
+func TestCleanupOfAMissingInstanceIsDone(t *testing.T) {
+	p, err := testhost.NewRuntime(t).LoadFunc("gone", 0, func(_ context.Context, h runtime.NativeHost, m abi.Method) abi.Status {
+		if m == abi.MethodDelete {
+			h.SetError("", "no such server", 0)
+			return abi.StatusNotFound
+		}
+		return abi.StatusOK
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := cloudprovider.New(p.Calls()).Cleanup(context.Background(), nil, machine("w"), nil); !done || err != nil {
+		t.Errorf("Cleanup = %v, %v; want true, nil", done, err)
+	}
+	// The seed's Delete keeps the guest's answer, for conformance to see.
+	if err := p.ContextProvider().Delete(context.Background(), machine("w"), nil); !errors.Is(err, cloudprovidererrors.ErrInstanceNotFound) {
+		t.Errorf("seed Delete = %v, want ErrInstanceNotFound", err)
+	}
+}

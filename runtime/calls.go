@@ -31,8 +31,11 @@ type Calls interface {
 	GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (config, name string, err error)
 	Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData, userdata string) (instance.Instance, error)
 	// Cleanup runs the module's Delete. done is true when everything is
-	// gone (the guest returned OK, or NOT_FOUND: nothing to delete), false
-	// when the guest reported IN_PROGRESS: deletion started, call again.
+	// gone (the guest returned OK), false when the guest reported
+	// IN_PROGRESS: deletion started, call again. Any other answer is the
+	// error, as the guest gave it: NOT_FOUND from Delete (the SPEC asks for
+	// OK) stays ErrInstanceNotFound here, so a checker sees it; the current
+	// contract's adapter (package cloudprovider) reads it as done.
 	Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (done bool, err error)
 	MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (map[string]string, error)
 	MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID, data *CallData) error

@@ -11,7 +11,6 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
-	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
@@ -269,7 +268,7 @@ func (c calls) delete(ctx context.Context, machine *clusterv1alpha1.Machine, dat
 func (c calls) Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (bool, error) {
 	err := c.delete(ctx, machine, data)
 	switch {
-	case err == nil, errors.Is(err, cloudprovidererrors.ErrInstanceNotFound):
+	case err == nil:
 		return true, nil
 	case errors.Is(err, ErrDeletionInProgress):
 		if data != nil && data.Progress != nil {

@@ -13,6 +13,7 @@ import (
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/controller"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
@@ -188,8 +189,15 @@ var (
 
 // Cleanup implements controller.Cleaner: the module's Delete, its
 // IN_PROGRESS answer as done == false.
+//
+// NOT_FOUND (the instance is already gone) is done as well: the
+// controller must not hold a finalizer for nothing.
 func (p registryProvider) Cleanup(ctx context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) (bool, error) {
-	return p.calls.Cleanup(ctx, m, runtime.SeedData(data))
+	done, err := p.calls.Cleanup(ctx, m, runtime.SeedData(data))
+	if cloudprovidererrors.IsNotFound(err) {
+		return true, nil
+	}
+	return done, err
 }
 
 // SetMetricsForMachines implements controller.MetricsSetter. The samples
