@@ -73,6 +73,7 @@ type Rule struct {
 	keyID    string
 	ident    *verify.CertificateIdentity
 	verifier *verify.Verifier
+	root     root.TrustedMaterial // keyless rules
 }
 
 // Identity is an OIDC issuer and subject (the certificate's SAN: an
@@ -174,7 +175,7 @@ func (p *Policy) Compile() error {
 		for _, rules := range [][]Rule{p.AnyOf, p.AllOf} {
 			for i := range rules {
 				if rules[i].Keyless != nil {
-					rules[i].verifier = v
+					rules[i].verifier, rules[i].root = v, tr
 				}
 			}
 		}

@@ -2,14 +2,17 @@ package signature
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
 	"github.com/wasmprov/wasmprov/runtime/oci"
@@ -202,9 +205,39 @@ func (r *Rule) verifyOne(e verify.SignedEntity, raw []byte) error {
 		if r.Keyless == nil {
 			return fmt.Errorf("signature invalid for this key (the bundle names key %s): %w", hintOf(vc), err)
 		}
+		// sigstore-go's words for a chain or validity failure.
+		if strings.Contains(err.Error(), "leaf certificate") {
+			return fmt.Errorf("%s: %w", r.diagnose(vc.Certificate()), err)
+		}
 		return err
 	}
 	return nil
+}
+
+// diagnose says why a certificate sigstore-go refused was refused, when
+// it is the certificate: not from a CA of the trusted root, or not valid
+// at the bundle's trusted time (sigstore-go says only "leaf certificate
+// verification failed" for both).
+func (r *Rule) diagnose(cert *x509.Certificate) string {
+	for _, a := range r.root.FulcioCertificateAuthorities() {
+		f, ok := a.(*root.FulcioCertificateAuthority)
+		if !ok || f.Root == nil {
+			continue
+		}
+		roots, inter := x509.NewCertPool(), x509.NewCertPool()
+		roots.AddCert(f.Root)
+		for _, c := range f.Intermediates {
+			inter.AddCert(c)
+		}
+		// At the certificate's own start, so that validity is no reason.
+		_, err := cert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter,
+			CurrentTime: cert.NotBefore, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}})
+		if err == nil {
+			return fmt.Sprintf("certificate expired or not yet valid at the bundle's timestamp (valid %s to %s)",
+				cert.NotBefore.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	return fmt.Sprintf("certificate (issuer %q) not issued by a CA of the trusted root", cert.Issuer.String())
 }
 
 // hintOf is the key hint a bundle claims, for messages.
