@@ -102,7 +102,7 @@ func writeExclusive(name string, b []byte, mode fs.FileMode) error {
 func runSign(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sign", flag.ContinueOnError)
 	f := addSignFlags(fs)
-	keyFile := fs.String("key", "", "the private key (PEM, from wasmprov keygen or cosign's unencrypted format) (required)")
+	keyFile := fs.String("key", "", "the private key: unencrypted ECDSA P-256 PEM, as wasmprov keygen writes (required)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: wasmprov sign --key KEY REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST]\n\n"+
 			"Signs the artifact's manifest digest (which names the module, its config and\n"+
