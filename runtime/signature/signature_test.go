@@ -199,6 +199,10 @@ func TestAnyOfAllOf(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "anyOf: 1 of 3 matched (need 2)") || strings.Count(err.Error(), "signature invalid") != 2 {
 		t.Fatalf("1 of 3 with minMatches 2: %v", err)
 	}
+	// A matching bundle among garbage and another key's still matches.
+	if res, err := keyPolicy(t, pem1).VerifyBundles(d, [][]byte{[]byte("{}"), b2, b1}); err != nil || res.Bundles != 3 {
+		t.Fatalf("one good bundle among three: %+v, %v", res, err)
+	}
 	all := &Policy{AllOf: []Rule{{PublicKey: pem1}, {PublicKey: pem2}}}
 	if _, err := all.VerifyBundles(d, [][]byte{b2, b1}); err != nil {
 		t.Fatal(err)
