@@ -14,6 +14,7 @@
 package oci
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -85,6 +86,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport, if set, is the base transport (tests count requests).
 	Transport http.RoundTripper
+	// Verify, if set, is asked about every artifact Pull is to return,
+	// from the registry or the store; an artifact it refuses is not
+	// returned, and, fetched, not stored. runtime/signature's
+	// Verifier.Hook checks Sigstore signatures against a policy.
+	Verify func(ctx context.Context, c *Client, a *Artifact) error
+	// NoReferrersAPI makes Attach and Referrers use the referrers tag
+	// schema (sha256-<hex>) even with a registry that has the referrers
+	// API.
+	NoReferrersAPI bool
 }
 
 // Client pushes and pulls Wasm artifacts.

@@ -42,6 +42,8 @@ func (c *Client) Resolve(ctx context.Context, ref string) (digest.Digest, error)
 // is resolved once, the digest it names logged, and the artifact fetched
 // by that digest. Everything fetched is verified against its digest before
 // it is returned or stored; nothing is stored from a refused artifact.
+// With Options.Verify, every artifact, the store's too, is returned only
+// if Verify accepts it, and a fetched one is stored only then.
 func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
 	r, err := parse(ref)
 	if err != nil {
@@ -49,6 +51,9 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
 	}
 	if d, err := r.Digest(); err == nil {
 		if a, ok := c.fromStore(r, d); ok {
+			if err := c.verify(ctx, a); err != nil {
+				return nil, refErr(ref, err)
+			}
 			return a, nil
 		}
 	}
@@ -69,10 +74,28 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
 	if err != nil {
 		return nil, refErr(ref, err)
 	}
+	// Verified before it is stored: a refused artifact leaves nothing.
+	if err := c.verify(ctx, a); err != nil {
+		return nil, refErr(ref, err)
+	}
 	if err := c.store(a); err != nil {
 		return nil, refErr(ref, fmt.Errorf("storing: %w", err))
 	}
 	return a, nil
+}
+
+// ErrUnverified: Options.Verify refused the artifact.
+var ErrUnverified = errors.New("verification failed")
+
+// verify asks Options.Verify about a.
+func (c *Client) verify(ctx context.Context, a *Artifact) error {
+	if c.opts.Verify == nil {
+		return nil
+	}
+	if err := c.opts.Verify(ctx, c, a); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	return nil
 }
 
 // fetch fetches and verifies the manifest desc, its config and module.
