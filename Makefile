@@ -71,7 +71,7 @@ conformance: cli guests c-guests
 # (a single-threaded byte rewriter whose tests run guests for seconds) run
 # without it, which cuts their time several-fold. Together they are ./...
 RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./cloudprovider/... ./controller/... ./guests/... ./internal/hostfuncs \
-	./runtime/metadata ./runtime/oci \
+	./runtime/metadata ./runtime/oci ./runtime/signature \
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 \
 	./runtime/internal/wasmbin

@@ -37,7 +37,7 @@ func TestImportInvariants(t *testing.T) {
 	}{
 		{pkg: "runtime", why: "the host never links the guest SDK, nor the current contract's zap and controller-runtime",
 			banned: []string{mod + "guests/", "go.uber.org/zap", "sigs.k8s.io/controller-runtime", mod + "runtime/registry", mod + "cloudprovider",
-				"oras.land/", mod + "runtime/oci"}},
+				"oras.land/", mod + "runtime/oci", "github.com/sigstore/"}},
 		{pkg: "cmd/wasmprov", why: "the registry server used by tests never ships in the CLI",
 			banned: []string{"github.com/distribution/distribution", mod + "internal/testregistry"}},
 		{pkg: "runtime", tags: []string{"wasmtime"}, why: "the same with the wasmtime engine", banned: []string{mod + "guests/", "go.uber.org/zap"}},
