@@ -166,6 +166,16 @@ func TestImageEntryByDigest(t *testing.T) {
 	if ev.Image != ref {
 		t.Fatalf("loaded event image = %q, want %q", ev.Image, ref)
 	}
+	// The same module and policy under its tag: no new version, but
+	// Status names the reference now written.
+	tagRef := env.reg.Host + "/providers/fake:v1"
+	writeFile(t, filepath.Join(dir, "fake.provider.yaml"), "image: "+tagRef+"\npolicy:\n  poolSize: 2\n")
+	if err := f.reg.Reload(ctx, "fake"); err != nil {
+		t.Fatal(err)
+	}
+	if st2 := statusOf(t, f.reg, "fake"); st2.Image != tagRef || st2.ImageDigest != d || st2.ReloadsOK != st.ReloadsOK || !st2.LoadedAt.Equal(st.LoadedAt) {
+		t.Fatalf("after naming the tag: status = %+v, want the same version under %s", st2, tagRef)
+	}
 }
 
 // With the registry gone after the first pull, an entry by digest loads

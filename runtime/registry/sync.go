@@ -250,6 +250,11 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	}
 	sum := key.moduleSHA256()
 	if key == e.key && e.cur.Load() != nil {
+		if img.ref != "" { // the same version under another reference, or a tag re-resolved
+			e.st.mu.Lock()
+			e.st.image, e.st.imageDigest = img.ref, img.digest
+			e.st.mu.Unlock()
+		}
 		return nil
 	}
 	if key == e.rejectedKey {
