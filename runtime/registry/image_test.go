@@ -539,3 +539,31 @@ func TestImageSuffixKeepsFileLayout(t *testing.T) {
 		}
 	}
 }
+
+// An image entry written into a watched directory loads; removing it
+// unloads the provider, and a registry "not found" never does.
+func TestImageEntryWatchedAddRemove(t *testing.T) {
+	env := newOCIEnv(t)
+	d := env.push(t, fakeGuest(t), "providers/fake:v1")
+	f, dir := watchedFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(50*time.Millisecond))
+	path := filepath.Join(dir, "fake.provider.yaml")
+	writeFile(t, path, "image: "+env.reg.Host+"/providers/fake@"+d+"\n")
+	f.ev.wait(t, 0, 60*time.Second, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventLoaded })
+	// The entry now names a digest the repository lacks: rejected at
+	// once and at every poll, and still serving.
+	from := f.ev.len()
+	writeFile(t, path, "image: "+env.reg.Host+"/providers/fake@sha256:"+strings.Repeat("cd", 32)+"\n")
+	f.ev.wait(t, from, 10*time.Second, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventRejected })
+	time.Sleep(200 * time.Millisecond)
+	if _, err := f.reg.Get("fake"); err != nil || f.ev.count(registry.EventUnloaded) != 0 {
+		t.Fatalf("a missing digest unloaded the provider: %v", err)
+	}
+	from = f.ev.len()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	f.ev.wait(t, from, 10*time.Second, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventUnloaded })
+	if st := statusOf(t, f.reg, "fake"); st.Serving || st.Image != "" {
+		t.Fatalf("status = %+v", st)
+	}
+}
