@@ -34,7 +34,7 @@ func init() {
 func runController(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else in-cluster config)")
-	providersDir := fs.String("providers", "", "directory of provider modules NAME.wasm (+ optional NAME.yaml policy); required")
+	providersDir := fs.String("providers", "", "directory of provider modules NAME.wasm (+ optional NAME.yaml policy) or image entries NAME.provider.yaml; required")
 	watch := fs.Bool("watch", true, "hot-reload providers when files in -providers change")
 	namespace := fs.String("namespace", "", "only reconcile Machines in this namespace (default: all)")
 	workers := fs.Int("workers", 5, "number of Machines reconciled concurrently")
@@ -55,6 +55,7 @@ func runController(ctx context.Context, args []string) error {
 	qps := fs.Float64("kube-api-qps", 20, "client QPS towards the API server")
 	burst := fs.Int("kube-api-burst", 40, "client burst towards the API server")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	images := addImageFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: wasmprov controller -providers DIR [flags]\n\n"+
 			"Reconciles cluster.k8s.io/v1alpha1 Machines like machine-controller, with the provider\n"+
@@ -114,9 +115,13 @@ func runController(ctx context.Context, args []string) error {
 		}
 		defer stop()
 	}
-	reg := registry.New(rt, registry.WithLogger(logger), registry.WithEventHandler(func(ev registry.Event) {
+	imageOpts, err := images.registryOptions(logger)
+	if err != nil {
+		return err
+	}
+	reg := registry.New(rt, append([]registry.Option{registry.WithLogger(logger), registry.WithEventHandler(func(ev registry.Event) {
 		regEvents.WithLabelValues(ev.Provider, string(ev.Kind)).Inc()
-	}))
+	})}, imageOpts...)...)
 	calls.SetRegistry(reg)
 	defer reg.Close(bg)
 	if err := reg.LoadDir(ctx, *providersDir); err != nil {

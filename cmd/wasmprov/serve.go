@@ -36,13 +36,14 @@ var serveLogOutput io.Writer = os.Stderr
 
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	dir := fs.String("dir", "", "provider directory: NAME.wasm with an optional NAME.yaml policy each (required)")
+	dir := fs.String("dir", "", "provider directory: NAME.wasm with an optional NAME.yaml policy each, or NAME.provider.yaml image entries (required)")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables)")
 	debounce := fs.Duration("debounce", 150*time.Millisecond, "how long a changed file must stay quiet before it is loaded")
 	smokeTimeout := fs.Duration("smoke-timeout", 10*time.Second, "bound on a new version's smoke call")
+	images := addImageFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: wasmprov serve --dir DIR [flags]\n\n"+
 			"Loads every provider in DIR, reloads them when their files change, and serves\n"+
@@ -77,8 +78,13 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg := registry.New(rt, registry.WithLogger(logger), registry.WithDebounce(*debounce),
-		registry.WithSmokeTimeout(*smokeTimeout))
+	imageOpts, err := images.registryOptions(logger)
+	if err != nil {
+		_ = rt.Close(ctx)
+		return err
+	}
+	reg := registry.New(rt, append([]registry.Option{registry.WithLogger(logger), registry.WithDebounce(*debounce),
+		registry.WithSmokeTimeout(*smokeTimeout)}, imageOpts...)...)
 	collector.SetRegistry(reg)
 	s := &server{reg: reg, logger: logger, collector: collector}
 	defer func() {

@@ -58,6 +58,6 @@ func (r *Registry) unload(e *entry, why string) {
 	src := e.src
 	r.mu.Unlock()
 	r.cfg.logger.Info("provider unloaded; calls in flight finish", "provider", e.name, "reason", why, "sha256", old.SHA256())
-	r.emit(Event{Kind: EventUnloaded, Provider: e.name, Source: src.String(e.name), SHA256: old.SHA256()})
+	r.emit(Event{Kind: EventUnloaded, Provider: e.name, Source: sourceOf(e, e.name, src), SHA256: old.SHA256()})
 	r.retire(e, old)
 }

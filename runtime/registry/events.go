@@ -31,15 +31,18 @@ const (
 type Event struct {
 	Kind     EventKind
 	Provider string // empty for directory-level watch errors
-	Source   string // file path, "fs:<name>" or "code"
+	Source   string // file path (the image entry's for an image), "fs:<name>" or "code"
 	// SHA256 is the digest of the version the event is about (the new
 	// version for loaded/reloaded/rejected, the old one for drained and
 	// unloaded); empty when the module could not be read.
 	SHA256    string
-	OldSHA256 string        // the version replaced (reloaded) or kept serving (rejected)
-	Err       error         // why (rejected, watch-error, drained with a timeout)
-	Duration  time.Duration // read→swap for loads, swap→closed for drained
-	Time      time.Time
+	OldSHA256 string // the version replaced (reloaded) or kept serving (rejected)
+	// Image is, for a version from an image entry (loaded, reloaded), the
+	// artifact it was pulled from: repository@sha256:….
+	Image    string
+	Err      error         // why (rejected, watch-error, drained with a timeout)
+	Duration time.Duration // read→swap for loads, swap→closed for drained
+	Time     time.Time
 }
 
 func (r *Registry) rejectLocked(e *entry, src source, sum string, err error, start time.Time) error {
@@ -50,7 +53,7 @@ func (r *Registry) rejectLocked(e *entry, src source, sum string, err error, sta
 // reject reports a refused version of name (e nil: the name was invalid)
 // in the log, the entry's stats and an event.
 func (r *Registry) reject(e *entry, name string, src source, sum string, err error, start time.Time) {
-	ev := Event{Kind: EventRejected, Provider: name, Source: src.String(name), SHA256: sum, Err: err, Duration: time.Since(start)}
+	ev := Event{Kind: EventRejected, Provider: name, Source: sourceOf(e, name, src), SHA256: sum, Err: err, Duration: time.Since(start)}
 	attrs := []any{"provider", name, "source", ev.Source, "error", err}
 	if e != nil {
 		if cur := e.cur.Load(); cur != nil {

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/wasmprov/wasmprov/runtime/oci"
 )
 
 // Option configures New.
@@ -19,6 +21,11 @@ type config struct {
 	dirPoll       time.Duration
 	readFile      func(string) ([]byte, error) // a seam for tests (export_test.go)
 	prewarmToLoad bool
+
+	oci              *oci.Client
+	verifier         Verifier
+	imagePoll        time.Duration
+	imagePullTimeout time.Duration
 }
 
 func defaultConfig() config {
@@ -30,6 +37,9 @@ func defaultConfig() config {
 		dirPoll:       time.Second,
 		readFile:      os.ReadFile,
 		prewarmToLoad: true,
+
+		imagePoll:        time.Minute,
+		imagePullTimeout: 5 * time.Minute,
 	}
 }
 
@@ -77,4 +87,29 @@ func WithDirPollInterval(d time.Duration) Option {
 // (default true).
 func WithPrewarmToLoad(on bool) Option {
 	return func(c *config) { c.prewarmToLoad = on }
+}
+
+// WithOCIClient sets the client image entries ("<name>.provider.yaml") are
+// pulled with; its store makes a digest pulled once load without the
+// network. Without one, an image entry is refused (ErrNoOCIClient).
+func WithOCIClient(c *oci.Client) Option { return func(cfg *config) { cfg.oci = c } }
+
+// WithVerifier installs the hook that checks an image entry's artifact
+// when the entry has a verify block. Without one, such an entry is refused
+// (ErrNoVerifier): never served unverified.
+func WithVerifier(v Verifier) Option { return func(c *config) { c.verifier = v } }
+
+// WithImagePollInterval sets how often the watch reads image entries
+// again (default 1m): a tag with pullPolicy Always is resolved again, a
+// failed pull retried. 0 or less disables polling.
+func WithImagePollInterval(d time.Duration) Option { return func(c *config) { c.imagePoll = d } }
+
+// WithImagePullTimeout bounds one resolve or pull of an image entry
+// (default 5m), so an unresponsive registry cannot hold a reload forever.
+func WithImagePullTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.imagePullTimeout = d
+		}
+	}
 }

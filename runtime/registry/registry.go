@@ -62,6 +62,11 @@ type entry struct {
 	key         contentKey // of the serving version
 	rejectedKey contentKey
 	rejectedErr error
+	img         imageState // of the image entry, if the source is one
+
+	// isImage: the directory entry is an image entry
+	// ("<name>.provider.yaml"), polled by the watch.
+	isImage atomic.Bool
 
 	st entryStats
 }

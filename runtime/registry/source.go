@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/wasmprov/wasmprov/runtime"
@@ -68,7 +70,8 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9_.-]*[a-z0-9])?$`)
 // (machine-controller's provider names are lower case), at most 63 long.
 func ValidName(name string) bool { return len(name) <= 63 && nameRE.MatchString(name) }
 
-// listDir returns the provider names of the "<name>.wasm" files in dir.
+// listDir returns the provider names of the "<name>.wasm" files and
+// "<name>.provider.yaml" image entries in dir.
 func listDir(dir string) ([]string, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -76,21 +79,47 @@ func listDir(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, de := range des {
-		if name, ok := strings.CutSuffix(de.Name(), ".wasm"); ok && ValidName(name) && !de.IsDir() {
+		if de.IsDir() {
+			continue
+		}
+		if name, ok := strings.CutSuffix(de.Name(), ".wasm"); ok && ValidName(name) {
+			names = append(names, name)
+		}
+	}
+	for _, de := range des {
+		name, ok := strings.CutSuffix(de.Name(), ImageEntrySuffix)
+		if !ok || de.IsDir() || !ValidName(name) || slices.Contains(names, name) {
+			continue
+		}
+		if _, ok := imageEntryPath(dir, name); ok {
 			names = append(names, name)
 		}
 	}
 	return names, nil
 }
 
-// read returns the module, policy and content key of name from src.
-func (r *Registry) read(src source, name string) (wasm []byte, policy *runtime.Policy, key contentKey, err error) {
+// read returns the module, policy and content key of e from src, and
+// for an image entry the artifact it came from.
+func (r *Registry) read(ctx context.Context, e *entry, src source) (wasm []byte, policy *runtime.Policy, key contentKey, img imageInfo, err error) {
+	name := e.name
 	var polBytes []byte
 	switch src.kind {
 	case fromDir:
+		if path, ok := imageEntryPath(src.dir, name); ok {
+			e.isImage.Store(true)
+			if _, err := os.Stat(filepath.Join(src.dir, name+".wasm")); err == nil {
+				return nil, nil, contentKey{}, img, fmt.Errorf("both %s and %s exist: remove one", filepath.Join(src.dir, name+".wasm"), path)
+			}
+			b, err := r.cfg.readFile(path)
+			if err != nil {
+				return nil, nil, contentKey{}, img, err
+			}
+			return r.readImage(ctx, e, path, b)
+		}
+		e.isImage.Store(false)
 		wasm, err = r.cfg.readFile(filepath.Join(src.dir, name+".wasm"))
 		if err != nil {
-			return nil, nil, contentKey{}, err
+			return nil, nil, contentKey{}, img, err
 		}
 		polPath := filepath.Join(src.dir, name+runtime.PolicyFileSuffix)
 		polBytes, err = r.cfg.readFile(polPath)
@@ -98,22 +127,22 @@ func (r *Registry) read(src source, name string) (wasm []byte, policy *runtime.P
 		case errors.Is(err, fs.ErrNotExist):
 			polBytes, err = nil, nil
 		case err != nil:
-			return nil, nil, contentKey{}, err
+			return nil, nil, contentKey{}, img, err
 		default:
 			p, perr := runtime.ParsePolicy(polBytes)
 			if perr != nil {
-				return nil, nil, contentKey{}, fmt.Errorf("%s: %w", polPath, perr)
+				return nil, nil, contentKey{}, img, fmt.Errorf("%s: %w", polPath, perr)
 			}
 			policy = &p
 		}
 	case fromFS:
 		wasm, err = fs.ReadFile(src.fsys, name+".wasm")
 		if err != nil {
-			return nil, nil, contentKey{}, err
+			return nil, nil, contentKey{}, img, err
 		}
 		policy, polBytes, err = readPolicyFS(src.fsys, name+runtime.PolicyFileSuffix)
 		if err != nil {
-			return nil, nil, contentKey{}, err
+			return nil, nil, contentKey{}, img, err
 		}
 	case fromBytes:
 		wasm, policy = src.wasm, src.policy
@@ -121,7 +150,7 @@ func (r *Registry) read(src source, name string) (wasm []byte, policy *runtime.P
 			polBytes, _ = json.Marshal(policy)
 		}
 	}
-	return wasm, policy, contentKey{module: sha256.Sum256(wasm), policy: sha256.Sum256(polBytes)}, nil
+	return wasm, policy, contentKey{module: sha256.Sum256(wasm), policy: sha256.Sum256(polBytes)}, img, nil
 }
 
 // readPolicyFS reads name from fsys. It returns (nil, nil, nil) when the

@@ -19,6 +19,8 @@ type entryStats struct {
 	reloadsOK     int64
 	reloadsFailed int64
 	loadedAt      time.Time
+	image         string // the serving version's image entry reference, if any
+	imageDigest   string // and the manifest digest it resolved to
 	lastErr       string
 	lastErrAt     time.Time
 }
@@ -31,6 +33,10 @@ type Status struct {
 	Serving  bool      `json:"serving"`
 	SHA256   string    `json:"sha256,omitempty"`
 	LoadedAt time.Time `json:"loadedAt,omitzero"`
+	// Image and ImageDigest are, for a provider served from an image
+	// entry, its reference as written and the manifest digest serving.
+	Image       string `json:"image,omitempty"`
+	ImageDigest string `json:"imageDigest,omitempty"`
 	// PoolSize is the serving version's instance cap.
 	PoolSize int `json:"poolSize,omitempty"`
 	// Instances and InUse count live instances of every version still
@@ -60,7 +66,7 @@ func (r *Registry) Status() []Status {
 	r.mu.Unlock()
 	out := make([]Status, 0, len(entries))
 	for i, e := range entries {
-		s := Status{Name: e.name, Source: srcs[i].String(e.name)}
+		s := Status{Name: e.name, Source: sourceOf(e, e.name, srcs[i])}
 		st := &e.st
 		st.mu.Lock()
 		cur := e.cur.Load()
@@ -78,6 +84,7 @@ func (r *Registry) Status() []Status {
 		if cur != nil {
 			add(cur)
 			s.Serving, s.SHA256, s.PoolSize, s.LoadedAt = true, cur.SHA256(), cur.Policy().PoolSize, st.loadedAt
+			s.Image, s.ImageDigest = st.image, st.imageDigest
 		}
 		s.Draining = len(st.draining)
 		s.ReloadsOK, s.ReloadsFailed = st.reloadsOK, st.reloadsFailed

@@ -232,9 +232,9 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	if closed {
 		return ErrClosed
 	}
-	wasm, policy, key, err := r.read(src, e.name)
+	wasm, policy, key, img, err := r.read(ctx, e, src)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && src.kind == fromDir {
+		if errors.Is(err, fs.ErrNotExist) && src.kind == fromDir && !r.imageEntryStays(e, src) {
 			if _, derr := os.Stat(src.dir); derr != nil {
 				// The whole directory is gone (or unreadable): that is an
 				// accident far more often than an intent to unload
@@ -250,6 +250,11 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	}
 	sum := key.moduleSHA256()
 	if key == e.key && e.cur.Load() != nil {
+		if img.ref != "" { // the same version under another reference, or a tag re-resolved
+			e.st.mu.Lock()
+			e.st.image, e.st.imageDigest = img.ref, img.digest
+			e.st.mu.Unlock()
+		}
 		return nil
 	}
 	if key == e.rejectedKey {
@@ -274,6 +279,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	old := e.cur.Swap(p)
 	st.reloadsOK++
 	st.loadedAt = time.Now()
+	st.image, st.imageDigest = img.ref, img.digest
 	if old != nil {
 		if st.draining == nil {
 			st.draining = map[*runtime.Provider]struct{}{}
@@ -281,17 +287,30 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		st.draining[old] = struct{}{}
 	}
 	st.mu.Unlock()
-	ev := Event{Kind: EventLoaded, Provider: e.name, Source: src.String(e.name), SHA256: sum, Duration: time.Since(start)}
+	ev := Event{Kind: EventLoaded, Provider: e.name, Source: sourceOf(e, e.name, src), SHA256: sum, Image: img.pinned, Duration: time.Since(start)}
+	attrs := []any{"provider", e.name, "source", ev.Source, "sha256", sum}
+	if img.pinned != "" {
+		attrs = append(attrs, "image", img.ref, "digest", img.digest)
+	}
 	if old != nil {
 		ev.Kind, ev.OldSHA256 = EventReloaded, old.SHA256()
-		r.cfg.logger.Info("provider reloaded", "provider", e.name, "source", ev.Source,
-			"sha256", sum, "previous", old.SHA256(), "took", ev.Duration.Round(time.Microsecond))
+		r.cfg.logger.Info("provider reloaded", append(attrs, "previous", old.SHA256(), "took", ev.Duration.Round(time.Microsecond))...)
 		r.retire(e, old)
 	} else {
-		r.cfg.logger.Info("provider serving", "provider", e.name, "source", ev.Source, "sha256", sum)
+		r.cfg.logger.Info("provider serving", attrs...)
 	}
 	r.emit(ev)
 	return nil
+}
+
+// imageEntryStays says whether e is an image entry whose file is still
+// there: a "not found" from its registry is a failed pull, not a removal.
+func (r *Registry) imageEntryStays(e *entry, src source) bool {
+	if !e.isImage.Load() {
+		return false
+	}
+	_, ok := imageEntryPath(src.dir, e.name)
+	return ok
 }
 
 // prepare loads a new version and proves it can serve, all off the call

@@ -62,6 +62,10 @@ func (r *Registry) Watch(ctx context.Context) error {
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go wt.loop()
+	if r.cfg.imagePoll > 0 {
+		r.wg.Add(1)
+		go wt.pollImages()
+	}
 	r.cfg.logger.Info("watching provider directories", "dirs", dirs, "debounce", r.cfg.debounce)
 	return nil
 }
@@ -132,6 +136,14 @@ func (wt *watcher) handle(ev fsnotify.Event) {
 	dir, base := filepath.Dir(path), filepath.Base(path)
 	if !slices.Contains(dirs, dir) {
 		return
+	}
+	if name, ok := strings.CutSuffix(base, ImageEntrySuffix); ok && ValidName(name) {
+		// An image entry, unless it is the policy of "<name>.provider.wasm"
+		// (handled below as any policy file).
+		if _, err := os.Stat(filepath.Join(dir, name+".provider.wasm")); err != nil {
+			wt.schedule(dir, name)
+			return
+		}
 	}
 	name, ok := strings.CutSuffix(base, ".wasm")
 	if !ok {

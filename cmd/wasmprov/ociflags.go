@@ -1,0 +1,63 @@
+package main
+
+import (
+	"flag"
+	"log/slog"
+	"time"
+
+	"github.com/wasmprov/wasmprov/runtime/oci"
+	"github.com/wasmprov/wasmprov/runtime/registry"
+)
+
+// imageFlags are the flags of the commands that serve a provider
+// directory (serve, controller) for its image entries
+// ("NAME.provider.yaml"): the store and registry access of the OCI
+// commands (addOCIFlags, whose names and defaults they share) and how
+// often tags are resolved again.
+type imageFlags struct {
+	oci         ociFlags // its log and timeout are unused: the command's logger and pullTimeout apply
+	poll        time.Duration
+	pullTimeout time.Duration
+}
+
+func addImageFlags(fs *flag.FlagSet) *imageFlags {
+	f := &imageFlags{}
+	o := &f.oci
+	fs.StringVar(&o.store, "store", defaultStoreDir(), "image entries: the local content store (a directory; shared with wasmprov pull/load)")
+	fs.Int64Var(&o.storeBytes, "store-max-bytes", oci.DefaultStoreBytes, "image entries: trim the store to this size, least recently used artifacts first")
+	fs.Int64Var(&o.maxBlob, "max-module-bytes", oci.DefaultMaxBlobSize, "image entries: refuse a module larger than this")
+	fs.StringVar(&o.dockerConfig, "docker-config", "", "image entries: registry credentials, a Docker config.json (default $DOCKER_CONFIG/config.json or ~/.docker/config.json)")
+	fs.StringVar(&o.caFile, "ca-file", "", "image entries: trust the CA certificates of this PEM file too")
+	fs.BoolVar(&o.plainHTTP, "plain-http", false, "image entries: plain HTTP instead of HTTPS; loopback registries only")
+	fs.Var(&o.redirectHosts, "allow-redirect-host", "image entries: a host the registry may redirect downloads to (repeatable)")
+	fs.DurationVar(&f.poll, "image-poll-interval", time.Minute, "image entries: how often tags (pullPolicy Always) are resolved again and failed pulls retried; 0 disables")
+	fs.DurationVar(&f.pullTimeout, "image-pull-timeout", 5*time.Minute, "image entries: bound on one resolve or pull")
+	return f
+}
+
+// registryOptions returns the registry options that let image entries
+// load. A store that cannot be opened is logged and image entries then
+// pull without one (a digest is fetched again, and cannot load offline):
+// a directory of files alone must not fail for it.
+func (f *imageFlags) registryOptions(logger *slog.Logger) ([]registry.Option, error) {
+	o := f.oci
+	opts := oci.Options{DockerConfig: o.dockerConfig, PlainHTTP: o.plainHTTP, RedirectHosts: o.redirectHosts,
+		MaxBlobSize: o.maxBlob, Timeout: f.pullTimeout, Logger: logger}
+	var err error
+	if o.caFile != "" {
+		if opts.RootCAs, err = oci.LoadCAFile(o.caFile); err != nil {
+			return nil, err
+		}
+	}
+	if o.store != "" {
+		if opts.Store, err = oci.OpenStore(o.store, o.storeBytes); err != nil {
+			logger.Error("cannot open the OCI store; image entries are pulled without it", "store", o.store, "error", err)
+		}
+	}
+	c, err := oci.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return []registry.Option{registry.WithOCIClient(c), registry.WithImagePollInterval(f.poll),
+		registry.WithImagePullTimeout(f.pullTimeout)}, nil
+}

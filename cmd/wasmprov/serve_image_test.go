@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testlog"
+	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/runtime/oci"
+)
+
+// TestServeImageEntry runs `wasmprov serve --dir` with an image entry: the
+// module comes from a real registry (TLS, basic auth) through the store,
+// answers calls, and /v1/providers shows the reference and digest.
+func TestServeImageEntry(t *testing.T) {
+	fake, err := os.ReadFile(testguest.Build(t, "examples/fake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := testregistry.Start(t, testregistry.Options{User: "bob", Password: "pw", TLS: true})
+	dockerConfig := testregistry.DockerConfig(t, reg.Host, "bob", "pw")
+	store, err := oci.OpenStore(filepath.Join(t.TempDir(), "pushstore"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := oci.New(oci.Options{Store: store, DockerConfig: dockerConfig, RootCAs: reg.CAPool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Push(context.Background(), fake, reg.Host+"/providers/fake:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Host + "/providers/fake@" + d.String()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "fake.provider.yaml"), []byte("image: "+ref+"\npolicy:\n  poolSize: 3\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "signed.provider.yaml"), []byte("image: "+ref+"\nverify: {key: cosign.pub}\n"), 0o644)
+
+	logs := &testlog.Buffer{}
+	serveLogOutput = logs
+	defer func() { serveLogOutput = os.Stderr }()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, []string{"--dir", dir, "--addr", "127.0.0.1:0", "--log-format", "json",
+			"--cache", testguest.CompilationCacheDir(t), "--store", filepath.Join(t.TempDir(), "store"),
+			"--docker-config", dockerConfig, "--ca-file", reg.CAFile, "--image-poll-interval", "0"})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var base string
+	deadline := time.Now().Add(60 * time.Second)
+	for base == "" || !strings.Contains(logs.String(), `"msg":"ready"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not get ready:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+		sc := bufio.NewScanner(strings.NewReader(logs.String()))
+		for sc.Scan() {
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == "serving" {
+				base = "http://" + rec["addr"].(string)
+			}
+		}
+	}
+
+	resp, err := http.Post(base+"/v1/providers/fake/Validate", "application/json",
+		strings.NewReader(`{"spec": {"providerSpec": {"value": {"cloudProvider": "fake", "cloudProviderSpec": {"passValidation": true}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("Validate: %d %s", resp.StatusCode, body)
+	}
+
+	resp, err = http.Get(base + "/v1/providers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status []map[string]any
+	err = json.NewDecoder(resp.Body).Decode(&status)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, s := range status {
+		byName[s["name"].(string)] = s
+	}
+	if s := byName["fake"]; s["serving"] != true || s["image"] != ref || s["imageDigest"] != d.String() || s["poolSize"] != float64(3) {
+		t.Fatalf("fake status = %v", s)
+	}
+	// No verifier is wired into serve: an entry asking for verification
+	// is refused, not served unverified.
+	if s := byName["signed"]; s["serving"] != false || !strings.Contains(s["lastError"].(string), "no verifier") {
+		t.Fatalf("signed status = %v", s)
+	}
+}
