@@ -115,7 +115,7 @@ func runController(ctx context.Context, args []string) error {
 		}
 		defer stop()
 	}
-	imageOpts, err := images.registryOptions(logger)
+	imageOpts, err := images.registryOptions(logger, *providersDir)
 	if err != nil {
 		return err
 	}

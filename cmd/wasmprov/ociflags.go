@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	"github.com/wasmprov/wasmprov/runtime/registry"
+	"github.com/wasmprov/wasmprov/runtime/signature"
 )
 
 // imageFlags are the flags of the commands that serve a provider
@@ -36,10 +40,13 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 }
 
 // registryOptions returns the registry options that let image entries
-// load. A store that cannot be opened is logged and image entries then
+// load, and verify: an entry's verify block is a signature policy
+// (runtime/signature; relative key and trusted-root files are relative to
+// dir, the provider directory) checked against the artifact's manifest
+// digest before the module may load. A store that cannot be opened is logged and image entries then
 // pull without one (a digest is fetched again, and cannot load offline):
 // a directory of files alone must not fail for it.
-func (f *imageFlags) registryOptions(logger *slog.Logger) ([]registry.Option, error) {
+func (f *imageFlags) registryOptions(logger *slog.Logger, dir string) ([]registry.Option, error) {
 	o := f.oci
 	opts := oci.Options{DockerConfig: o.dockerConfig, PlainHTTP: o.plainHTTP, RedirectHosts: o.redirectHosts,
 		MaxBlobSize: o.maxBlob, Timeout: f.pullTimeout, Logger: logger}
@@ -59,5 +66,22 @@ func (f *imageFlags) registryOptions(logger *slog.Logger) ([]registry.Option, er
 		return nil, err
 	}
 	return []registry.Option{registry.WithOCIClient(c), registry.WithImagePollInterval(f.poll),
-		registry.WithImagePullTimeout(f.pullTimeout)}, nil
+		registry.WithImagePullTimeout(f.pullTimeout), registry.WithVerifier(signatureVerifier(c, dir, logger))}, nil
+}
+
+// signatureVerifier checks an image entry's artifact against the
+// signature policy of its verify block.
+func signatureVerifier(c *oci.Client, dir string, logger *slog.Logger) registry.Verifier {
+	return func(ctx context.Context, name, ref, dgst string, doc json.RawMessage) error {
+		p, err := signature.ParsePolicy(doc, dir)
+		if err != nil {
+			return fmt.Errorf("provider %s: verify: %w", name, err)
+		}
+		res, err := signature.Verify(ctx, c, repoOf(ref)+"@"+dgst, p)
+		if err != nil {
+			return err
+		}
+		logger.Info("signature verified", "provider", name, "digest", dgst, "result", fmt.Sprint(res))
+		return nil
+	}
 }

@@ -78,7 +78,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	imageOpts, err := images.registryOptions(logger)
+	imageOpts, err := images.registryOptions(logger, *dir)
 	if err != nil {
 		_ = rt.Close(ctx)
 		return err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/internal/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/oci"
+	"github.com/wasmprov/wasmprov/runtime/signature"
 )
 
 // TestServeImageEntry runs `wasmprov serve --dir` with an image entry: the
@@ -43,7 +45,34 @@ func TestServeImageEntry(t *testing.T) {
 	ref := reg.Host + "/providers/fake@" + d.String()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "fake.provider.yaml"), []byte("image: "+ref+"\npolicy:\n  poolSize: 3\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "signed.provider.yaml"), []byte("image: "+ref+"\nverify: {key: cosign.pub}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "typo.provider.yaml"), []byte("image: "+ref+"\nverify: {key: cosign.pub}\n"), 0o644)
+
+	// The same module signed in one repository and not in another: serve
+	// verifies an entry's verify block (a signature policy whose key file
+	// is relative to the provider directory) before the module loads.
+	private, public, err := signature.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := signature.ParsePrivateKey(private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedRef := reg.Host + "/providers/signed:v1"
+	if _, err := c.Push(context.Background(), fake, signedRef); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := signature.Sign(context.Background(), c, signedRef, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Push(context.Background(), fake, reg.Host+"/providers/unsigned:v1"); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "keys"), 0o755)
+	os.WriteFile(filepath.Join(dir, "keys", "signer.pub"), public, 0o644)
+	const rule = "verify:\n  anyOf: [{publicKeyFile: keys/signer.pub}]\n"
+	os.WriteFile(filepath.Join(dir, "signed.provider.yaml"), []byte("image: "+signedRef+"\n"+rule), 0o644)
+	os.WriteFile(filepath.Join(dir, "unsigned.provider.yaml"), []byte("image: "+reg.Host+"/providers/unsigned:v1\n"+rule), 0o644)
 
 	logs := &testlog.Buffer{}
 	serveLogOutput = logs
@@ -105,9 +134,15 @@ func TestServeImageEntry(t *testing.T) {
 	if s := byName["fake"]; s["serving"] != true || s["image"] != ref || s["imageDigest"] != d.String() || s["poolSize"] != float64(3) {
 		t.Fatalf("fake status = %v", s)
 	}
-	// No verifier is wired into serve: an entry asking for verification
-	// is refused, not served unverified.
-	if s := byName["signed"]; s["serving"] != false || !strings.Contains(s["lastError"].(string), "no verifier") {
+	if s := byName["signed"]; s["serving"] != true {
 		t.Fatalf("signed status = %v", s)
+	}
+	// Unsigned, or a verify block that is no signature policy: refused,
+	// never served unverified, with the reason.
+	if s := byName["unsigned"]; s["serving"] != false || !strings.Contains(fmt.Sprint(s["lastError"]), "not signed: no Sigstore bundle") {
+		t.Fatalf("unsigned status = %v", s)
+	}
+	if s := byName["typo"]; s["serving"] != false || !strings.Contains(fmt.Sprint(s["lastError"]), "signature policy") {
+		t.Fatalf("typo status = %v", s)
 	}
 }
