@@ -55,7 +55,8 @@ func TestConfigVar(t *testing.T) {
 	providerSpec := `{"cloudProviderSpec":{"token":` + secretRef + `,
 		"flag":{"secretKeyRef":{"namespace":"kube-system","name":"creds","key":"flag"}},
 		"nested":[{"region":{"configMapKeyRef":{"namespace":"default","name":"cfg","key":"region"}}}],
-		"missing":{"secretKeyRef":{"namespace":"kube-system","name":"creds","key":"nope"}}}}`
+		"missing":{"secretKeyRef":{"namespace":"kube-system","name":"creds","key":"nope"}},
+		"gone":{"secretKeyRef":{"namespace":"kube-system","name":"gone","key":"token"}}}}`
 	cases := []struct {
 		name, typ, v, env string
 		want              string
@@ -67,6 +68,7 @@ func TestConfigVar(t *testing.T) {
 		{"configmap in a nested list", "string", `{"configMapKeyRef":{"namespace":"default","name":"cfg","key":"region"}}`, "", "fsn1", 0},
 		{"secret not referenced by the machine", "string", `{"secretKeyRef":{"namespace":"kube-system","name":"other","key":"token"}}`, "", "", abi.ErrnoDenied},
 		{"referenced key missing", "string", `{"secretKeyRef":{"namespace":"kube-system","name":"creds","key":"nope"}}`, "", "", abi.ErrnoNotFound},
+		{"referenced secret missing", "string", `{"secretKeyRef":{"namespace":"kube-system","name":"gone","key":"token"}}`, "", "", abi.ErrnoNotFound},
 		{"empty falls back to an allowed env var", "string", `""`, "HZ_TOKEN", "from-env", 0},
 		{"null falls back too", "string", `null`, "HZ_TOKEN", "from-env", 0},
 		{"env var not in the policy stays unset", "string", `""`, "AWS_SECRET_ACCESS_KEY", "", 0},

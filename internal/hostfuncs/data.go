@@ -10,6 +10,7 @@ import (
 	"github.com/wasmprov/wasmprov/cloud"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -75,11 +76,18 @@ func (c *Call) objects() ObjectReader {
 }
 
 // keyError maps an ObjectReader error onto config_var's errnos: a missing
-// key is NOT_FOUND; a missing object or anything else is FAILED, worded
-// as machine-controller's resolver words it.
+// key or object (an API NotFound, whoever's client reads it) is NOT_FOUND;
+// anything else is FAILED, worded as machine-controller's resolver words
+// it.
 func keyError(kind, ns, name string, err error) error {
 	if errors.Is(err, ErrKeyNotFound) {
 		return errorf(abi.ErrnoNotFound, "%v", err)
+	}
+	if apierrors.IsNotFound(err) {
+		// The object does not exist: a person must create it or fix the
+		// reference, which a provider reports as terminal; an API server
+		// that failed to answer (below) is worth retrying.
+		return errorf(abi.ErrnoNotFound, "%s '%s' not found in namespace '%s'", kind, name, ns)
 	}
 	return errorf(abi.ErrnoFailed, "error retrieving %s '%s' from namespace '%s': %v", kind, name, ns, err)
 }

@@ -46,17 +46,11 @@ func TestBadInputLeavesNothing(t *testing.T) {
 					extra[k] = v
 				}
 				m := f.machine("bad", extra)
-				// A missing Secret reaches the guest as the host's
-				// ErrnoFailed, the errno of an API server that failed to
-				// answer too (internal/hostfuncs keyError): the guest cannot
-				// tell them apart and retries. Terminal once the host
-				// reports a missing Secret as ErrnoNotFound.
+				// A missing Secret is NOT_FOUND from the host
+				// (internal/hostfuncs keyError), which the guest reports
+				// as terminal, naming the Secret: a person must create it.
 				class := func(err error) {
-					if c.name == "missing token secret" {
-						expectClass(t, err, runtime.ClassTransient)
-					} else {
-						expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
-					}
+					expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
 				}
 				err := f.p.Validate(f.ctx, m.Spec)
 				class(err)
