@@ -60,7 +60,7 @@ conformance: cli guests c-guests
 	$(BUILD)/wasmprov conformance --spec '{"cloudProviderSpec":{}}' examples/wat-fake/fake.wasm
 	$(BUILD)/wasmprov conformance --cassette conformance/testdata/cassettes/hetzner.json --secret sim-token \
 	  --ignore 'POST /ssh_keys name,public_key' \
-	  --spec '{"cloudProvider":"hetzner","operatingSystem":"ubuntu","sshPublicKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],"cloudProviderSpec":{"token":"sim-token","serverType":"cx22","location":"fsn1","image":"ubuntu-24.04","endpoint":"$${CLOUD_URL}/v1"}}' \
+	  --spec '{"cloudProvider":"hetzner","operatingSystem":"ubuntu","operatingSystemSpec":{"distUpgradeOnBoot":false},"sshPublicKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],"cloudProviderSpec":{"token":"sim-token","serverType":"cx22","location":"fsn1","image":"ubuntu-24.04","endpoint":"$${CLOUD_URL}/v1"}}' \
 	  $(BUILD)/guests/hetzner.wasm
 
 # ---- checking ---------------------------------------------------------------
@@ -111,7 +111,7 @@ FUZZ_TARGETS := \
 	./internal/hostfuncs:FuzzLog ./internal/hostfuncs:FuzzInput ./internal/hostfuncs:FuzzHostArgs \
 	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument \
 	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker \
-	./runtime/internal/wasip1:FuzzValidPath
+	./runtime/internal/wasip1:FuzzValidPath ./runtime/metadata:FuzzRead ./examples/hetzner/hcloudsim:FuzzSimSequence
 fuzz-smoke:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$pkg $$name ($(FUZZTIME))"; \

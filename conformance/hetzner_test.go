@@ -19,7 +19,7 @@ var record = flag.Bool("record", false, "re-record the committed cassettes from 
 
 const hetznerToken = "sim-token"
 
-const hetznerSpec = `{"cloudProvider":"hetzner","operatingSystem":"ubuntu","sshPublicKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],
+const hetznerSpec = `{"cloudProvider":"hetzner","operatingSystem":"ubuntu","operatingSystemSpec":{"distUpgradeOnBoot":false},"sshPublicKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],
  "cloudProviderSpec":{"token":"` + hetznerToken + `","serverType":"cx22","location":"fsn1","image":"ubuntu-24.04","endpoint":"${CLOUD_URL}/v1"}}`
 
 const hetznerCassette = "testdata/cassettes/hetzner.json"

@@ -137,9 +137,10 @@ func check(c *Config) error {
 	if c.Token == "" {
 		return provider.Terminal(provider.InvalidConfiguration, "token is missing: set cloudProviderSpec.token (a Secret reference) or HZ_TOKEN")
 	}
-	// Upstream refuses a spec without operatingSystemSpec; this provider
-	// does not yet (c.OperatingSystemSpecSet): the conformance suite's
-	// Hetzner spec has none, and refusing it needs that spec changed first.
+	if !c.OperatingSystemSpecSet {
+		// As upstream: the OS's provisioning settings must be explicit.
+		return provider.Terminal(provider.InvalidConfiguration, "operatingSystemSpec is missing: set providerSpec.value.operatingSystemSpec (e.g. {distUpgradeOnBoot: false})")
+	}
 	if c.Image == "" {
 		if _, err := imageForOS(c.OperatingSystem); err != nil {
 			return provider.Terminal(provider.InvalidConfiguration, "invalid/not supported operating system specified %q: %v", c.OperatingSystem, err)
