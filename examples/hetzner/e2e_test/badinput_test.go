@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
@@ -124,6 +125,15 @@ func TestBadInputLeavesNothing(t *testing.T) {
 			if groups := f.sim.PlacementGroups(); len(groups) != 1 || groups[0].ID != full {
 				t.Fatalf("after Delete: %+v", groups)
 			}
+			// What the other client made, it removes.
+			for _, srv := range f.sim.Servers() {
+				f.simDelete(t, fmt.Sprintf("/servers/%d", srv.ID))
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(f.sim.Servers()) > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			f.simDelete(t, fmt.Sprintf("/placement_groups/%d", full))
 		})
 	})
 }
@@ -142,5 +152,22 @@ func (f *fixture) simPost(t *testing.T, path, body string) {
 	if resp.StatusCode != http.StatusCreated {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
+	}
+}
+
+// simDelete sends a delete request to the simulator as another API client
+// would, and fails the test on an error status.
+func (f *fixture) simDelete(t *testing.T, path string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, f.sim.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+f.sim.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("DELETE %s: %d %s", path, resp.StatusCode, b)
 	}
 }

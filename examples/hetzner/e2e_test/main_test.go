@@ -131,6 +131,12 @@ func forEach(t *testing.T, opts hcloudsim.Options, fn func(t *testing.T, f *fixt
 			// The Machines are in hetznertest.Namespace, with their Secrets.
 			ctx := cloud.WithMachineNamespace(context.Background(), hetznertest.Namespace)
 			fn(t, &fixture{t: t, env: e, sim: sim, ctx: ctx})
+			// Every test deletes what it made: the simulator must hold no
+			// server, SSH key, placement group, firewall attachment or
+			// network member afterwards.
+			if !t.Failed() {
+				expectEmpty(t, sim)
+			}
 		})
 	}
 }
