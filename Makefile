@@ -4,7 +4,7 @@ GO ?= go
 BUILD := build
 export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 
-.PHONY: help all guests c-guests cli demo demo-fake \
+.PHONY: help all guests c-guests cli providers demo demo-fake \
 	check test test-wasmtime vet fmt-check fuzz-smoke fixtures conformance \
 	bench bench-compare bench-smoke kube-binaries e2e e2e-vet \
 	debian-packages wabt clean FORCE
@@ -41,6 +41,15 @@ $(BUILD)/guests/c-fake.wasm: examples/c-fake/fake.c examples/c-fake/build.sh
 cli:
 	@mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/wasmprov ./cmd/wasmprov
+
+## providers: the Hetzner and fake providers as they ship: annotated with their metadata, in build/providers/
+PROVIDER_VERSION ?= 0.1.0
+providers: cli $(BUILD)/guests/hetzner.wasm $(BUILD)/guests/fake.wasm
+	@mkdir -p $(BUILD)/providers
+	for p in hetzner fake; do \
+	  $(BUILD)/wasmprov annotate $(BUILD)/guests/$$p.wasm --name $$p --version $(PROVIDER_VERSION) \
+	    --source https://github.com/wasmprov/wasmprov -o $(BUILD)/providers/$$p.wasm; \
+	done
 
 # ---- trying it --------------------------------------------------------------
 
