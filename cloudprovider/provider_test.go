@@ -25,11 +25,13 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // Both contracts over one loaded module: the seed's is the Provider
@@ -274,13 +276,26 @@ func TestClientErrorsReachTheGuest(t *testing.T) {
 	f := newFixture(t, m)
 	p := cloudprovider.New(loadProbe(t, runtime.Policy{}).Calls())
 
-	// A Secret that does not exist: FAILED with machine-controller's
-	// wording, through the guest's error.
+	// An API server that fails to answer: FAILED with machine-controller's
+	// wording (worth retrying), through the guest's error.
+	failing := &cloudprovidertypes.ProviderData{Update: f.data.Update, Client: interceptor.NewClient(f.client.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				return apierrors.NewServiceUnavailable("etcd is down")
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})}
+	_, err := p.Create(ctx, f.log, m, failing, "")
+	if err == nil || !strings.Contains(err.Error(), "error retrieving secret 'probe' from namespace 'kube-system': etcd is down") {
+		t.Errorf("failing API server: %v", err)
+	}
+	// A Secret that does not exist: NOT_FOUND, a person must create it.
 	if err := f.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "probe"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := p.Create(ctx, f.log, m, f.data, "")
-	if err == nil || !strings.Contains(err.Error(), "error retrieving secret 'probe' from namespace 'kube-system'") {
+	_, err = p.Create(ctx, f.log, m, f.data, "")
+	if err == nil || !strings.Contains(err.Error(), "secret 'probe' not found in namespace 'kube-system'") {
 		t.Errorf("missing Secret: %v", err)
 	}
 	// A Secret in another namespace than the Machine's stays out of
