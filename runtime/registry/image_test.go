@@ -94,6 +94,24 @@ func (env *ociEnv) pushRaw(t *testing.T, content []byte, repoName, tag string) {
 	}
 }
 
+// imageWait bounds waiting for a poll to take a new digest: pull, compile
+// (a guest compiled under the race detector with a cold cache takes
+// minutes; precompile keeps that out of the timed part), smoke, swap.
+const imageWait = 5 * time.Minute
+
+// precompile compiles wasm into the runtime's compilation cache, so that
+// what a test then times is the registry's work, not the compiler's.
+func precompile(t *testing.T, f *fixture, wasm []byte) {
+	t.Helper()
+	p, err := f.rt.LoadBytes(context.Background(), "precompile", wasm)
+	if err != nil {
+		t.Fatalf("precompiling: %v", err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func fakeGuest(t *testing.T) []byte {
 	t.Helper()
 	b, err := os.ReadFile(testguest.Build(t, "examples/fake"))
@@ -237,6 +255,7 @@ func TestImageTagMovedSwapsUnderLoad(t *testing.T) {
 	if st := statusOf(t, f.reg, "v"); st.Image != ref || st.ImageDigest != d1 {
 		t.Fatalf("status = %+v, want %s at %s", st, ref, d1)
 	}
+	precompile(t, f, v2)
 	var (
 		stop            atomic.Bool
 		calls, failures atomic.Int64
@@ -244,6 +263,12 @@ func TestImageTagMovedSwapsUnderLoad(t *testing.T) {
 		wg              sync.WaitGroup
 		firstErr        atomic.Value
 	)
+	// The callers stop however the test ends: a failed wait must not
+	// leave them calling until the package times out.
+	defer func() {
+		stop.Store(true)
+		wg.Wait()
+	}()
 	for range 4 {
 		wg.Go(func() {
 			for !stop.Load() {
@@ -268,7 +293,7 @@ func TestImageTagMovedSwapsUnderLoad(t *testing.T) {
 			t.Log(f.logs.String())
 		}
 	}()
-	_, ev := f.ev.wait(t, from, 60*time.Second, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventReloaded })
+	_, ev := f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventReloaded })
 	waitFor(t, 10*time.Second, "a call answered by v2", sawV2.Load)
 	time.Sleep(50 * time.Millisecond)
 	stop.Store(true)
@@ -305,9 +330,11 @@ func TestImageTagMovedToBrokenKeepsServing(t *testing.T) {
 	h, _ := f.reg.Get("v")
 
 	// The smoke call panics.
+	panics := guest(t, "v2", "panic")
+	precompile(t, f, panics)
 	from := f.ev.len()
-	env.push(t, guest(t, "v2", "panic"), "providers/v:stable")
-	_, ev := f.ev.wait(t, from, 60*time.Second, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
+	env.push(t, panics, "providers/v:stable")
+	_, ev := f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
 	if !errors.Is(ev.Err, registry.ErrSmokeTest) || ev.OldSHA256 != sum(v1) {
 		t.Fatalf("rejected event = %+v, want a smoke failure with v1 serving", ev)
 	}
@@ -325,7 +352,7 @@ func TestImageTagMovedToBrokenKeepsServing(t *testing.T) {
 	// so it is pushed by hand).
 	from = f.ev.len()
 	env.pushRaw(t, []byte("#!/bin/sh\necho not a module\n"), "providers/v", "stable")
-	_, ev = f.ev.wait(t, from, 60*time.Second, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
+	_, ev = f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
 	if !errors.Is(ev.Err, oci.ErrRefused) || !strings.Contains(ev.Err.Error(), "not a WebAssembly module") || ev.OldSHA256 != sum(v1) {
 		t.Fatalf("rejected event = %+v, want the pull refused with v1 still serving", ev)
 	}
@@ -337,6 +364,7 @@ func TestImageTagMovedToBrokenKeepsServing(t *testing.T) {
 	}
 
 	v3 := guest(t, "v3", "")
+	precompile(t, f, v3)
 	d3 := env.push(t, v3, "providers/v:stable")
 	waitServing(t, f, "v", sum(v3))
 	if st := statusOf(t, f.reg, "v"); st.ImageDigest != d3 {
@@ -548,7 +576,7 @@ func TestImageEntryWatchedAddRemove(t *testing.T) {
 	f, dir := watchedFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(50*time.Millisecond))
 	path := filepath.Join(dir, "fake.provider.yaml")
 	writeFile(t, path, "image: "+env.reg.Host+"/providers/fake@"+d+"\n")
-	f.ev.wait(t, 0, 60*time.Second, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventLoaded })
+	f.ev.wait(t, 0, imageWait, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventLoaded })
 	// The entry now names a digest the repository lacks: rejected at
 	// once and at every poll, and still serving.
 	from := f.ev.len()
