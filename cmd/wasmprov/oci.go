@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,16 +33,23 @@ type ociFlags struct {
 
 func addOCIFlags(fs *flag.FlagSet) *ociFlags {
 	f := &ociFlags{}
-	fs.StringVar(&f.store, "store", defaultStoreDir(), "the local content store (a directory; shared by processes)")
-	fs.Int64Var(&f.storeBytes, "store-max-bytes", oci.DefaultStoreBytes, "trim the store to this size, least recently used artifacts first")
-	fs.Int64Var(&f.maxBlob, "max-module-bytes", oci.DefaultMaxBlobSize, "refuse a module larger than this")
-	fs.StringVar(&f.dockerConfig, "docker-config", "", "credentials: a Docker config.json (default $DOCKER_CONFIG/config.json or ~/.docker/config.json)")
-	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates of this PEM file too")
-	fs.BoolVar(&f.plainHTTP, "plain-http", false, "plain HTTP instead of HTTPS; loopback registries only")
-	fs.Var(&f.redirectHosts, "allow-redirect-host", "a host the registry may redirect downloads to (repeatable); others are refused")
+	f.registerAccess(fs, "")
 	fs.DurationVar(&f.timeout, "timeout", oci.DefaultTimeout, "bound on each HTTP request")
 	f.log = addLogFlags(fs)
 	return f
+}
+
+// registerAccess registers the store and registry access flags on fs,
+// each help text after prefix: the OCI commands and the commands serving
+// image entries share their names and defaults.
+func (f *ociFlags) registerAccess(fs *flag.FlagSet, prefix string) {
+	fs.StringVar(&f.store, "store", defaultStoreDir(), prefix+"the local content store (a directory; shared by processes)")
+	fs.Int64Var(&f.storeBytes, "store-max-bytes", oci.DefaultStoreBytes, prefix+"trim the store to this size, least recently used artifacts first")
+	fs.Int64Var(&f.maxBlob, "max-module-bytes", oci.DefaultMaxBlobSize, prefix+"refuse a module larger than this")
+	fs.StringVar(&f.dockerConfig, "docker-config", "", prefix+"credentials: a Docker config.json (default $DOCKER_CONFIG/config.json or ~/.docker/config.json)")
+	fs.StringVar(&f.caFile, "ca-file", "", prefix+"trust the CA certificates of this PEM file too")
+	fs.BoolVar(&f.plainHTTP, "plain-http", false, prefix+"plain HTTP instead of HTTPS; loopback registries only")
+	fs.Var(&f.redirectHosts, "allow-redirect-host", prefix+"a host the registry may redirect downloads to (repeatable); others are refused")
 }
 
 func defaultStoreDir() string {
@@ -52,24 +60,45 @@ func defaultStoreDir() string {
 	return filepath.Join(base, "wasmprov", "oci")
 }
 
+// options are the client options the flags give, but the store: whether
+// a store that cannot be opened is fatal is the caller's to say.
+func (f *ociFlags) options(logger *slog.Logger, timeout time.Duration) (oci.Options, error) {
+	opts := oci.Options{DockerConfig: f.dockerConfig, PlainHTTP: f.plainHTTP, RedirectHosts: f.redirectHosts,
+		MaxBlobSize: f.maxBlob, Timeout: timeout, Logger: logger}
+	if f.caFile != "" {
+		var err error
+		if opts.RootCAs, err = oci.LoadCAFile(f.caFile); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
+}
+
 func (f *ociFlags) client() (*oci.Client, error) {
-	logger, err := f.log.logger()
+	opts, err := f.commandOptions()
 	if err != nil {
 		return nil, err
 	}
-	opts := oci.Options{DockerConfig: f.dockerConfig, PlainHTTP: f.plainHTTP, RedirectHosts: f.redirectHosts,
-		MaxBlobSize: f.maxBlob, Timeout: f.timeout, Logger: logger}
-	if f.caFile != "" {
-		if opts.RootCAs, err = oci.LoadCAFile(f.caFile); err != nil {
-			return nil, err
-		}
+	return oci.New(opts)
+}
+
+// commandOptions are the options of an OCI command: its logger, its
+// timeout, and a store that must open.
+func (f *ociFlags) commandOptions() (oci.Options, error) {
+	logger, err := f.log.logger()
+	if err != nil {
+		return oci.Options{}, err
+	}
+	opts, err := f.options(logger, f.timeout)
+	if err != nil {
+		return opts, err
 	}
 	if f.store != "" {
 		if opts.Store, err = oci.OpenStore(f.store, f.storeBytes); err != nil {
-			return nil, err
+			return opts, err
 		}
 	}
-	return oci.New(opts)
+	return opts, nil
 }
 
 // parseInterspersed parses flags that may come after the positional

@@ -26,14 +26,7 @@ type imageFlags struct {
 
 func addImageFlags(fs *flag.FlagSet) *imageFlags {
 	f := &imageFlags{}
-	o := &f.oci
-	fs.StringVar(&o.store, "store", defaultStoreDir(), "image entries: the local content store (a directory; shared with wasmprov pull/load)")
-	fs.Int64Var(&o.storeBytes, "store-max-bytes", oci.DefaultStoreBytes, "image entries: trim the store to this size, least recently used artifacts first")
-	fs.Int64Var(&o.maxBlob, "max-module-bytes", oci.DefaultMaxBlobSize, "image entries: refuse a module larger than this")
-	fs.StringVar(&o.dockerConfig, "docker-config", "", "image entries: registry credentials, a Docker config.json (default $DOCKER_CONFIG/config.json or ~/.docker/config.json)")
-	fs.StringVar(&o.caFile, "ca-file", "", "image entries: trust the CA certificates of this PEM file too")
-	fs.BoolVar(&o.plainHTTP, "plain-http", false, "image entries: plain HTTP instead of HTTPS; loopback registries only")
-	fs.Var(&o.redirectHosts, "allow-redirect-host", "image entries: a host the registry may redirect downloads to (repeatable)")
+	f.oci.registerAccess(fs, "image entries: ")
 	fs.DurationVar(&f.poll, "image-poll-interval", time.Minute, "image entries: how often tags (pullPolicy Always) are resolved again and failed pulls retried; 0 disables")
 	fs.DurationVar(&f.pullTimeout, "image-pull-timeout", 5*time.Minute, "image entries: bound on one resolve or pull")
 	return f
@@ -48,13 +41,9 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 // a directory of files alone must not fail for it.
 func (f *imageFlags) registryOptions(logger *slog.Logger, dir string) ([]registry.Option, error) {
 	o := f.oci
-	opts := oci.Options{DockerConfig: o.dockerConfig, PlainHTTP: o.plainHTTP, RedirectHosts: o.redirectHosts,
-		MaxBlobSize: o.maxBlob, Timeout: f.pullTimeout, Logger: logger}
-	var err error
-	if o.caFile != "" {
-		if opts.RootCAs, err = oci.LoadCAFile(o.caFile); err != nil {
-			return nil, err
-		}
+	opts, err := o.options(logger, f.pullTimeout)
+	if err != nil {
+		return nil, err
 	}
 	if o.store != "" {
 		if opts.Store, err = oci.OpenStore(o.store, o.storeBytes); err != nil {

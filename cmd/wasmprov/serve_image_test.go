@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testlog"
@@ -90,21 +88,7 @@ func TestServeImageEntry(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	var base string
-	deadline := time.Now().Add(60 * time.Second)
-	for base == "" || !strings.Contains(logs.String(), `"msg":"ready"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not get ready:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-		sc := bufio.NewScanner(strings.NewReader(logs.String()))
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == "serving" {
-				base = "http://" + rec["addr"].(string)
-			}
-		}
-	}
+	base := serveAddress(t, logs)
 
 	resp, err := http.Post(base+"/v1/providers/fake/Validate", "application/json",
 		strings.NewReader(`{"spec": {"providerSpec": {"value": {"cloudProvider": "fake", "cloudProviderSpec": {"passValidation": true}}}}}`))

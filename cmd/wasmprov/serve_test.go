@@ -58,23 +58,12 @@ func TestServe(t *testing.T) {
 		}
 	}()
 
-	// The address and readiness come from the (JSON) log.
-	var base string
-	deadline := time.Now().Add(60 * time.Second)
-	for base == "" || !strings.Contains(logs.String(), `"msg":"ready"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not get ready:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-		sc := bufio.NewScanner(strings.NewReader(logs.String()))
-		for sc.Scan() {
-			var rec map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-				t.Fatalf("log line is not JSON: %q", sc.Text())
-			}
-			if rec["msg"] == "serving" {
-				base = "http://" + rec["addr"].(string)
-			}
+	// The address and readiness come from the log, JSON line by line.
+	base := serveAddress(t, logs)
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	for sc.Scan() {
+		if !json.Valid(sc.Bytes()) {
+			t.Fatalf("log line is not JSON: %q", sc.Text())
 		}
 	}
 	if !strings.Contains(logs.String(), "provider version rejected") || !strings.Contains(logs.String(), "broken") {
@@ -180,7 +169,7 @@ func TestServe(t *testing.T) {
 	// Hot reload: a new provider dropped into the directory is served.
 	os.WriteFile(filepath.Join(dir, ".copy.tmp"), fake, 0o644)
 	os.Rename(filepath.Join(dir, ".copy.tmp"), filepath.Join(dir, "fake2.wasm"))
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		code, out = post("/v1/providers/fake2/Validate", machine)
 		if code == 200 {

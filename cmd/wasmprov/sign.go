@@ -34,22 +34,11 @@ func addSignFlags(fs *flag.FlagSet) *signFlags {
 // client is ociFlags.client with NoReferrersAPI, which the other OCI
 // commands do not need.
 func (f *signFlags) client() (*oci.Client, error) {
-	logger, err := f.log.logger()
+	opts, err := f.commandOptions()
 	if err != nil {
 		return nil, err
 	}
-	opts := oci.Options{DockerConfig: f.dockerConfig, PlainHTTP: f.plainHTTP, RedirectHosts: f.redirectHosts,
-		MaxBlobSize: f.maxBlob, Timeout: f.timeout, Logger: logger, NoReferrersAPI: f.noReferrersAPI}
-	if f.caFile != "" {
-		if opts.RootCAs, err = oci.LoadCAFile(f.caFile); err != nil {
-			return nil, err
-		}
-	}
-	if f.store != "" {
-		if opts.Store, err = oci.OpenStore(f.store, f.storeBytes); err != nil {
-			return nil, err
-		}
-	}
+	opts.NoReferrersAPI = f.noReferrersAPI
 	return oci.New(opts)
 }
 
