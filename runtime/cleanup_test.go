@@ -144,8 +144,8 @@ func TestCleanupAcrossCalls(t *testing.T) {
 	if !errors.As(err, &retry) || retry.RetryAfter != 1500*time.Millisecond {
 		t.Errorf("seed Delete: %v, want a retry hint of 1.5s", err)
 	}
-	if want := "server 7 is being deleted"; !strings.Contains(err.Error(), want) {
-		t.Errorf("seed Delete: %q lacks the guest's note %q", err, want)
+	if want := `provider "staged": Delete: deletion in progress: server 7 is being deleted`; !strings.Contains(err.Error(), want) {
+		t.Errorf("seed Delete: %q lacks the provider and the guest's note %q", err, want)
 	}
 }
 

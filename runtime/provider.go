@@ -180,6 +180,9 @@ func (p *Provider) initSeed() { p.seed = cloud.WithoutContext(p.ContextProvider(
 // call is built and its result checked.
 type calls struct{ p *Provider }
 
+// Name is the provider's name, for errors built over Calls (SeedProvider).
+func (c calls) Name() string { return c.p.name }
+
 func (c calls) newCall(ctx context.Context, m abi.Method, data *CallData) *hostfuncs.Call {
 	call := hostfuncs.NewCall(ctx, c.p.env, m, c.p.granted)
 	call.Data = data.hostData()

@@ -98,6 +98,9 @@ type handleCalls struct{ h *Handle }
 
 var _ runtime.Calls = handleCalls{}
 
+// Name is the provider's name, for errors built over the handle's Calls.
+func (c handleCalls) Name() string { return c.h.e.name }
+
 func (c handleCalls) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *runtime.CallData) (out clusterv1alpha1.MachineSpec, err error) {
 	out = spec
 	err = c.h.route(ctx, abi.MethodAddDefaults, func(p runtime.Calls) (err error) {
