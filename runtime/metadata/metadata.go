@@ -123,8 +123,17 @@ func Read(wasm []byte) (*Metadata, error) {
 	return Parse(body)
 }
 
+// MaxBytes caps a metadata section. The host reads it before the load
+// limits apply (to refuse a module for a newer host before compiling), so
+// a hostile module must not make that read cost more than a glance; real
+// metadata is a few hundred bytes.
+const MaxBytes = 64 << 10
+
 // Parse decodes a metadata section's payload and validates it.
 func Parse(payload []byte) (*Metadata, error) {
+	if len(payload) > MaxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrInvalid, len(payload), MaxBytes)
+	}
 	var m Metadata
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if err := dec.Decode(&m); err != nil {

@@ -168,3 +168,15 @@ func TestCheckHost(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedSectionIsRefused: the host reads metadata before its load
+// limits; a huge section is refused by size, not parsed.
+func TestOversizedSectionIsRefused(t *testing.T) {
+	payload := []byte(`{"name":"x","description":"` + strings.Repeat("a", MaxBytes) + `"}`)
+	if _, err := Parse(payload); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than 65536") {
+		t.Fatalf("Parse of %d bytes: %v", len(payload), err)
+	}
+	if _, err := Parse([]byte(`{"name":"x","description":"` + strings.Repeat("a", 1000) + `"}`)); err != nil {
+		t.Fatalf("a 1 KB section: %v", err)
+	}
+}
