@@ -48,9 +48,10 @@ var (
 	ErrNoVerifier = errors.New("the entry has a verify block but no verifier is configured; refusing to serve it unverified")
 	// ErrVerification: the verifier refused the artifact.
 	ErrVerification = errors.New("verification failed")
-	// ErrNoOCIClient: an image entry was found but the registry has no OCI
-	// client (WithOCIClient).
-	ErrNoOCIClient = errors.New("image entries need an OCI client (registry.WithOCIClient)")
+	// ErrNoOCIClient: an image entry was found, or RegisterImage called
+	// without Image.Client, but the registry has no OCI client
+	// (WithOCIClient).
+	ErrNoOCIClient = errors.New("images need an OCI client (registry.WithOCIClient or Image.Client)")
 	// ErrInvalidImage: an Image (or an image entry) names no valid
 	// reference or pull policy.
 	ErrInvalidImage = errors.New("invalid image")
