@@ -280,7 +280,7 @@ func newEnv(t *testing.T, eo envOpts) *env {
 	})
 	configDir := t.TempDir()
 	opts := wasmprovider.Options{
-		Client: e.wps, Kube: e.kube, Loader: e.reg, Store: pinner(store),
+		Client: e.wps, Kube: e.kube, Loader: e.reg, Store: store,
 		NewOCIClient: func(dc []byte) (*oci.Client, error) {
 			file := filepath.Join(configDir, "none.json")
 			if dc != nil {
@@ -333,12 +333,7 @@ func (e *env) start(t *testing.T) {
 	})
 }
 
-// pinner is store as a Pinner (the store gains Pin with runtime/registry's
-// image sources).
-func pinner(store *oci.Store) wasmprovider.Pinner {
-	p, _ := any(store).(wasmprovider.Pinner)
-	return p
-}
+var _ wasmprovider.Pinner = (*oci.Store)(nil)
 
 var (
 	fakeOnce sync.Once
@@ -581,4 +576,23 @@ func (e *env) configMap(t *testing.T, ns, name, key string, b []byte) {
 	if _, err := e.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ociClientWith is a client with the credentials of the Docker config file dc.
+func (e *env) ociClientWith(t *testing.T, dc string) *oci.Client {
+	t.Helper()
+	c, err := oci.New(oci.Options{PlainHTTP: true, DockerConfig: dc, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
