@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
@@ -595,4 +596,34 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// pinRecorder forwards to the store and records each owner's last pin set.
+type pinRecorder struct {
+	store *oci.Store
+	mu    sync.Mutex
+	pins  map[string][]string
+	calls int
+}
+
+func (p *pinRecorder) Pin(owner string, ds ...digest.Digest) {
+	p.store.Pin(owner, ds...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls++
+	if p.pins == nil {
+		p.pins = map[string][]string{}
+	}
+	var s []string
+	for _, d := range ds {
+		s = append(s, d.String())
+	}
+	p.pins[owner] = s
+}
+
+func (p *pinRecorder) get(owner string) ([]string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.pins[owner]
+	return s, ok
 }

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller/wasmprovider"
 	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/runtime/oci"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -151,5 +153,57 @@ func TestImagePullSecretAndPool(t *testing.T) {
 		if strings.Contains(c.Message, "u:p") || strings.Contains(c.Message, string(cfg)) {
 			t.Fatalf("condition %s leaks the credentials: %q", c.Type, c.Message)
 		}
+	}
+}
+
+// A tag with pull policy Always is resolved again at every poll: moving
+// the tag swaps the new digest in. The revisions are pinned in the store
+// under the WasmProvider, and unpinned when it is deleted.
+func TestImageTagPollAndPins(t *testing.T) {
+	var pins *pinRecorder
+	e := newEnv(t, envOpts{leader: true, noStart: true, mutate: func(o *wasmprovider.Options) {
+		pins = &pinRecorder{store: o.Store.(*oci.Store)}
+		o.Store = pins
+	}})
+	e.start(t)
+	_, d1 := e.pushVersion(t, "v1")
+	tag := e.oci.Host + "/providers/fake:stable"
+	if _, err := e.push.Push(context.Background(), version(t, "v1"), tag); err != nil {
+		t.Fatal(err)
+	}
+	e.wps.create(imageWP("fake", "fake", tag), time.Now())
+	e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string { return all(serving(wp, d1), ready(wp)) })
+	v2 := version(t, "v2")
+	e.precompile(t, v2)
+	d2, err := e.push.Push(context.Background(), v2, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string { return all(serving(wp, d2.String()), ready(wp)) })
+	if wp.Status.Serving.Ref != tag {
+		t.Fatalf("serving ref %q, want %q", wp.Status.Serving.Ref, tag)
+	}
+	e.waitEvent(t, "fake", "Normal Swapped: "+d1+" -> "+d2.String())
+	deadline := time.Now().Add(wait)
+	for {
+		got, _ := pins.get("wasmprovider/fake")
+		if strings.Join(got, ",") == d2.String()+","+d1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pinned %q, want [%s %s]", got, d2, d1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.wps.delete("fake")
+	e.waitRegistry(t, "fake", "")
+	for {
+		if got, ok := pins.get("wasmprovider/fake"); ok && len(got) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the deleted WasmProvider's revisions stay pinned")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

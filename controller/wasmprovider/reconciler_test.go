@@ -12,6 +12,7 @@ import (
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
 	"github.com/wasmprov/wasmprov/runtime/registry"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -277,4 +278,34 @@ func TestURLSource(t *testing.T) {
 	if m := wp.Status.LastRejected.Message; !strings.Contains(m, "404") {
 		t.Fatalf("lastRejected message %q", m)
 	}
+}
+
+// The serving WasmProvider renames its cloud provider: the other claimant
+// takes the old name over, the renamed one serves the new name.
+func TestRenameHandsOver(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true})
+	v1, v2 := version(t, "cm1"), version(t, "cm2")
+	e.precompile(t, v1)
+	e.precompile(t, v2)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "modules"},
+		BinaryData: map[string][]byte{"v1.wasm": v1, "v2.wasm": v2}}
+	if _, err := e.kube.CoreV1().ConfigMaps("kube-system").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	e.wps.create(cmWP("old", "fake", "v1.wasm", sum(v1)), now.Add(-time.Hour))
+	e.wps.create(cmWP("young", "fake", "v2.wasm", sum(v2)), now)
+	e.waitWP(t, "young", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse, wasmprovv1alpha1.ReasonConflict)
+	})
+	e.waitRegistry(t, "fake", "sha256:"+sum(v1))
+	e.wps.updateSpec(t, "old", func(s *wasmprovv1alpha1.WasmProviderSpec) { s.CloudProvider = "other" })
+	e.waitWP(t, "young", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(serving(wp, "sha256:"+sum(v2)), cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionTrue, wasmprovv1alpha1.ReasonServing))
+	})
+	e.waitWP(t, "old", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(serving(wp, "sha256:"+sum(v1)), cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionTrue, wasmprovv1alpha1.ReasonServing))
+	})
+	e.waitRegistry(t, "fake", "sha256:"+sum(v2))
+	e.waitRegistry(t, "other", "sha256:"+sum(v1))
 }
