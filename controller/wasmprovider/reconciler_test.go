@@ -309,3 +309,27 @@ func TestRenameHandsOver(t *testing.T) {
 	e.waitRegistry(t, "fake", "sha256:"+sum(v2))
 	e.waitRegistry(t, "other", "sha256:"+sum(v1))
 }
+
+// A status write that meets a conflict re-reads the object and writes
+// again.
+func TestStatusConflictRetried(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true, noStart: true})
+	v1 := version(t, "cm1")
+	e.precompile(t, v1)
+	e.configMap(t, "kube-system", "modules", "fake.wasm", v1)
+	e.wps.mu.Lock()
+	e.wps.conflictNext = 2
+	e.wps.mu.Unlock()
+	e.wps.create(cmWP("fake", "fake", "fake.wasm", sum(v1)), time.Now())
+	e.start(t)
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(serving(wp, "sha256:"+sum(v1)), cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionTrue, wasmprovv1alpha1.ReasonServing))
+	})
+	if wp.Annotations["other-writer"] != "2" {
+		t.Fatalf("annotations %v: the conflicts did not happen", wp.Annotations)
+	}
+	time.Sleep(1500 * time.Millisecond) // past a poll: nothing more to write
+	if w := e.wps.writeCount(); w != 1 {
+		t.Fatalf("%d status writes, want 1", w)
+	}
+}
