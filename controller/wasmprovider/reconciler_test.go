@@ -333,3 +333,52 @@ func TestStatusConflictRetried(t *testing.T) {
 		t.Fatalf("%d status writes, want 1", w)
 	}
 }
+
+// Content that is not a module, with its right digest: fetched, refused by
+// the registry's load (InvalidModule), nothing serving.
+func TestInvalidModule(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true})
+	junk := []byte("\x00asm\x01\x00\x00\x00 not really a module")
+	e.configMap(t, "kube-system", "modules", "fake.wasm", junk)
+	e.wps.create(cmWP("fake", "fake", "fake.wasm", sum(junk)), time.Now())
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionTrue, wasmprovv1alpha1.ReasonPulled),
+			cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse, wasmprovv1alpha1.ReasonInvalidModule),
+			cond(wp, wasmprovv1alpha1.ConditionDegraded, metav1.ConditionTrue, wasmprovv1alpha1.ReasonNothingServing))
+	})
+	if rej := wp.Status.LastRejected; rej == nil || rej.Reason != wasmprovv1alpha1.ReasonInvalidModule || rej.Digest != "sha256:"+sum(junk) {
+		t.Fatalf("lastRejected = %+v", rej)
+	}
+	e.waitEvent(t, "fake", "Warning Rejected:")
+}
+
+// A URL module over MaxModuleBytes is refused without being read whole;
+// plain http to a host that is not loopback is an invalid spec.
+func TestURLLimits(t *testing.T) {
+	v1 := version(t, "cm1")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(v1) }))
+	defer srv.Close()
+	e := newEnv(t, envOpts{leader: true, mutate: func(o *wasmprovider.Options) { o.MaxModuleBytes = 4096 }})
+	urlWP := func(name, cp, u string) *wasmprovv1alpha1.WasmProvider {
+		return &wasmprovv1alpha1.WasmProvider{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: wasmprovv1alpha1.WasmProviderSpec{CloudProvider: cp,
+				Source: wasmprovv1alpha1.Source{URL: &wasmprovv1alpha1.URLSource{URL: u, SHA256: sum(v1)}}}}
+	}
+	e.wps.create(urlWP("big", "big", srv.URL+"/fake.wasm"), time.Now())
+	e.wps.create(urlWP("far", "far", "http://example.com/fake.wasm"), time.Now())
+	big := e.waitWP(t, "big", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionFalse, wasmprovv1alpha1.ReasonPullFailed)
+	})
+	if m := big.Status.LastRejected.Message; !strings.Contains(m, "exceeds the limit of 4096 bytes") {
+		t.Fatalf("lastRejected message %q", m)
+	}
+	far := e.waitWP(t, "far", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse, wasmprovv1alpha1.ReasonInvalidSpec)
+	})
+	if m := condMessage(far, wasmprovv1alpha1.ConditionReady); !strings.Contains(m, "loopback") {
+		t.Fatalf("Ready message %q", m)
+	}
+	if e.registryServes("big") != "" || e.registryServes("far") != "" {
+		t.Fatal("a refused URL source serves")
+	}
+}
