@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
@@ -380,5 +381,29 @@ func TestURLLimits(t *testing.T) {
 	}
 	if e.registryServes("big") != "" || e.registryServes("far") != "" {
 		t.Fatal("a refused URL source serves")
+	}
+}
+
+// Messages are trimmed to 1 KiB, in conditions, lastRejected and Events.
+func TestLongMessageTrimmed(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true})
+	v1 := version(t, "cm1")
+	e.configMap(t, "kube-system", "modules", "fake.wasm", v1)
+	long := strings.Repeat("é", 1500) // two bytes each: a cut must not split one
+	e.wps.create(cmWP("fake", "fake", long, sum(v1)), time.Now())
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionFalse, wasmprovv1alpha1.ReasonPullFailed)
+	})
+	for _, c := range wp.Status.Conditions {
+		if len(c.Message) > 1024 || !utf8.ValidString(c.Message) {
+			t.Fatalf("condition %s message of %d bytes (valid UTF-8: %t)", c.Type, len(c.Message), utf8.ValidString(c.Message))
+		}
+	}
+	if m := wp.Status.LastRejected.Message; len(m) > 1024 || !utf8.ValidString(m) || !strings.HasPrefix(m, "ConfigMap kube-system/modules has no binaryData key") {
+		t.Fatalf("lastRejected message of %d bytes: %.80q", len(m), m)
+	}
+	ev := e.waitEvent(t, "fake", "Warning PullFailed:")
+	if len(ev) > 1024+len("Warning PullFailed: ") {
+		t.Fatalf("Event message of %d bytes", len(ev))
 	}
 }
