@@ -407,3 +407,21 @@ func TestLongMessageTrimmed(t *testing.T) {
 		t.Fatalf("Event message of %d bytes", len(ev))
 	}
 }
+
+// New refuses missing parts; Run runs once, and returns when cancelled.
+func TestNewAndRun(t *testing.T) {
+	if _, err := wasmprovider.New(wasmprovider.Options{}); err == nil {
+		t.Fatal("New without Client, Kube and Loader succeeded")
+	}
+	e := newEnv(t, envOpts{leader: true})
+	if err := e.rec.Run(context.Background()); err == nil {
+		t.Fatal("a second Run succeeded")
+	}
+	deadline := time.Now().Add(wait)
+	for !e.rec.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("HasSynced with no WasmProvider never true")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
