@@ -414,14 +414,18 @@ func TestNewAndRun(t *testing.T) {
 		t.Fatal("New without Client, Kube and Loader succeeded")
 	}
 	e := newEnv(t, envOpts{leader: true})
-	if err := e.rec.Run(context.Background()); err == nil {
-		t.Fatal("a second Run succeeded")
-	}
 	deadline := time.Now().Add(wait)
 	for !e.rec.HasSynced() {
 		if time.Now().After(deadline) {
 			t.Fatal("HasSynced with no WasmProvider never true")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// Once the first Run is past its sync, a second one must refuse at
+	// once (with a deadline, so a bug fails rather than hangs the test).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.rec.Run(ctx); err == nil {
+		t.Fatal("a second Run succeeded")
 	}
 }
