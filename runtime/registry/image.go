@@ -119,10 +119,9 @@ func parseImageEntry(b []byte) (Image, error) {
 	if err := errors.Join(strict...); err != nil {
 		return Image{}, err
 	}
+	// A verify block present in any form, "verify: null" included, asks
+	// for verification: when in doubt, refuse rather than serve unverified.
 	img := Image{Ref: ie.Image, PullPolicy: ie.PullPolicy, Verify: ie.Verify}
-	if string(img.Verify) == "null" {
-		img.Verify = nil
-	}
 	if len(ie.Policy) > 0 && string(ie.Policy) != "null" {
 		p, err := runtime.ParsePolicy(ie.Policy)
 		if err != nil {
@@ -206,7 +205,8 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image) ([]byte, 
 	if err != nil {
 		return fail(StagePull, fmt.Errorf("%w: %w: %w", ErrPull, ErrInvalidImage, err))
 	}
-	if len(img.Verify) > 0 && r.cfg.verifier == nil {
+	// Any Verify, even empty, asks for verification (fail closed).
+	if img.Verify != nil && r.cfg.verifier == nil {
 		return fail(StageVerify, ErrNoVerifier)
 	}
 	c := img.Client
@@ -243,7 +243,7 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image) ([]byte, 
 	}
 	modSum := sha256.Sum256(a.Wasm)
 	verr.ModuleSHA256 = hex.EncodeToString(modSum[:])
-	if len(img.Verify) > 0 {
+	if img.Verify != nil {
 		vkey := verifiedKey(pinned, img.Verify)
 		i := slices.IndexFunc(e.img.verified, func(v verifiedArtifact) bool { return v.key == vkey })
 		if i < 0 {

@@ -222,6 +222,10 @@ func TestRegisterImageRefusals(t *testing.T) {
 		if n := env.reg.Requests.Load() - before; n != 0 {
 			t.Fatalf("%d registry requests for an image refused for want of a verifier", n)
 		}
+		// An empty block asks for verification too: fail closed.
+		if err := plain.reg.RegisterImage(ctx, "v", registry.Image{Ref: ref1, Verify: json.RawMessage{}}); !errors.Is(err, registry.ErrNoVerifier) {
+			t.Fatalf("empty verify block: %v, want ErrNoVerifier", err)
+		}
 		if _, err := plain.reg.Get("v"); err == nil {
 			t.Fatal("served unverified")
 		}
