@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -25,6 +27,9 @@ import (
 type Store struct {
 	dir      string
 	maxBytes int64
+
+	mu   sync.Mutex
+	pins map[string][]digest.Digest // by owner
 }
 
 // DefaultStoreBytes is the size a store is trimmed to when none is given.
@@ -45,6 +50,42 @@ func OpenStore(dir string, maxBytes int64) (*Store, error) {
 	}
 	return &Store{dir: dir, maxBytes: maxBytes}, nil
 }
+
+// Pin replaces the set of manifests owner pins with manifests (none:
+// owner pins nothing any more). GC never removes a pinned manifest nor
+// the blobs it references, whatever the size limit and however long ago
+// they were used: a registry pins what serves and what it may roll back
+// to without the network. Pins live in this Store value, not on disk:
+// another process sharing the directory does not see them.
+func (s *Store) Pin(owner string, manifests ...digest.Digest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(manifests) == 0 {
+		delete(s.pins, owner)
+		return
+	}
+	if s.pins == nil {
+		s.pins = map[string][]digest.Digest{}
+	}
+	s.pins[owner] = slices.Clone(manifests)
+}
+
+// pinned returns the set of manifests pinned by any owner.
+func (s *Store) pinned() map[digest.Digest]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[digest.Digest]bool{}
+	for _, ds := range s.pins {
+		for _, d := range ds {
+			out[d] = true
+		}
+	}
+	return out
+}
+
+// Store is the client's content store (nil if it keeps none), for
+// pinning what must stay (Store.Pin).
+func (c *Client) Store() *Store { return c.opts.Store }
 
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
@@ -93,8 +134,8 @@ type blobFile struct {
 
 // GC removes every blob that no stored Wasm manifest references (other
 // than blobs written in the last minute), then, while the store is over
-// its size, the least recently used manifests and what only they
-// referenced. It returns the number of bytes freed.
+// its size, the least recently used manifests that are not pinned (Pin)
+// and what only they referenced. It returns the number of bytes freed.
 func (s *Store) GC() (int64, error) {
 	blobs, err := s.list()
 	if err != nil {
@@ -129,10 +170,14 @@ func (s *Store) GC() (int64, error) {
 	for _, b := range blobs {
 		total += b.size
 	}
+	pinned := s.pinned()
 	dropped := map[digest.Digest]bool{}
 	for _, m := range manifests {
 		if total-freed <= s.maxBytes {
 			break
+		}
+		if pinned[m.d] {
+			continue
 		}
 		remove(m)
 		dropped[m.d] = true
@@ -149,7 +194,7 @@ func (s *Store) GC() (int64, error) {
 	}
 	young := time.Now().Add(-gcGrace)
 	for _, b := range blobs {
-		if !live[b.d] && !dropped[b.d] && b.used.Before(young) {
+		if !live[b.d] && !dropped[b.d] && !pinned[b.d] && b.used.Before(young) {
 			remove(b)
 		}
 	}

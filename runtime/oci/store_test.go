@@ -184,3 +184,78 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("a refused bundle left %v", left)
 	}
 }
+
+// TestStorePin: over a tiny size cap GC drops every manifest it may, the
+// least recently used first, but never a pinned one nor its blobs; a pin
+// replaced or removed protects nothing any more.
+func TestStorePin(t *testing.T) {
+	s, err := OpenStore(t.TempDir(), 1) // any artifact is over the cap
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name string) *Artifact {
+		wasm, err := metadata.Write(tiny, &metadata.Metadata{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest, cfg, layer, err := build(wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &Artifact{Digest: digest.FromBytes(manifest), LayerDigest: layer.Digest, Wasm: wasm, manifest: manifest, config: cfg}
+		for _, b := range []struct {
+			d digest.Digest
+			b []byte
+		}{{a.LayerDigest, wasm}, {digest.FromBytes(cfg), cfg}, {a.Digest, manifest}} {
+			if err := s.Put(b.d, b.b); err != nil {
+				t.Fatal(err)
+			}
+			// Old enough for GC to collect, and the pinned one the least
+			// recently used: without its pin it would go first.
+			old := time.Now().Add(-2 * time.Hour)
+			os.Chtimes(s.path(b.d), old, old)
+		}
+		return a
+	}
+	has := func(a *Artifact) (manifest, layer bool) {
+		_, manifest = s.Get(a.Digest, 1<<20)
+		_, layer = s.Get(a.LayerDigest, 1<<20)
+		return manifest, layer
+	}
+	pinned, other := put("pinned"), put("other")
+	// put aged every blob alike; make the pinned one the oldest used.
+	older := time.Now().Add(-3 * time.Hour)
+	os.Chtimes(s.path(pinned.Digest), older, older)
+	s.Pin("registry/a", pinned.Digest)
+	if _, err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if m, l := has(pinned); !m || !l {
+		t.Fatalf("pinned artifact after GC: manifest %t, module %t", m, l)
+	}
+	if m, l := has(other); m || l {
+		t.Fatalf("unpinned artifact after GC over the cap: manifest %t, module %t", m, l)
+	}
+
+	// Another owner's pin of the same manifest outlives the first's
+	// removal; once no owner pins it, it goes too.
+	s.Pin("registry/b", pinned.Digest)
+	s.Pin("registry/a")
+	if _, err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if m, l := has(pinned); !m || !l {
+		t.Fatalf("pinned by another owner: manifest %t, module %t", m, l)
+	}
+	// Replacing b's set with a digest the store lacks unpins it.
+	s.Pin("registry/b", other.Digest)
+	for _, d := range []digest.Digest{pinned.Digest, pinned.LayerDigest} {
+		os.Chtimes(s.path(d), older, older) // Get above made them recent
+	}
+	if _, err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if m, l := has(pinned); m || l {
+		t.Fatalf("unpinned artifact after GC: manifest %t, module %t", m, l)
+	}
+}

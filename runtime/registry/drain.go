@@ -42,6 +42,7 @@ func (r *Registry) retire(e *entry, old *runtime.Provider) {
 // unload removes e's serving version; e.loadMu is held.
 func (r *Registry) unload(e *entry, why string) {
 	e.key, e.rejectedKey, e.rejectedErr = contentKey{}, contentKey{}, nil
+	r.pinImages(e, imageInfo{})
 	st := &e.st
 	st.mu.Lock()
 	old := e.cur.Swap(nil)

@@ -3,15 +3,18 @@ package registry
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/runtime/oci"
 	orasreg "oras.land/oras-go/v2/registry"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -48,6 +51,9 @@ var (
 	// ErrNoOCIClient: an image entry was found but the registry has no OCI
 	// client (WithOCIClient).
 	ErrNoOCIClient = errors.New("image entries need an OCI client (registry.WithOCIClient)")
+	// ErrInvalidImage: an Image (or an image entry) names no valid
+	// reference or pull policy.
+	ErrInvalidImage = errors.New("invalid image")
 )
 
 // Verifier checks the artifact an image entry resolved to before it may
@@ -65,67 +71,91 @@ type imageEntry struct {
 	Verify     json.RawMessage `json:"verify,omitempty"`
 }
 
+// maxVerified is how many verified artifacts an entry remembers.
+const maxVerified = 16
+
 // imageState is what an entry remembers of its image between reads.
 // Guarded by the entry's loadMu.
 type imageState struct {
-	ref         string        // the entry's image when last resolved
-	digest      digest.Digest // what it resolved to
-	verifiedKey string        // digest + verify block last verified
+	ref    string        // the image when last resolved
+	digest digest.Digest // what it resolved to
+	// verified are the artifacts that passed the Verifier, most recent
+	// first: a rollback to one of them needs neither the Verifier nor the
+	// network (see verifiedKey).
+	verified []verifiedArtifact
+	// pinStore is the store holding pins for this entry (nil: none).
+	pinStore *oci.Store
+}
+
+type verifiedArtifact struct {
+	key    string
+	digest digest.Digest
 }
 
 // imageInfo says which artifact a version came from; zero for files.
 type imageInfo struct {
-	ref    string // the entry's image as written
+	ref    string // the image as written
 	pinned string // repository@digest
 	digest string
+	store  *oci.Store // the store of the client that pulled it, if any
 }
 
 // parseImageEntry decodes an image entry strictly, like a policy file:
-// unknown fields and duplicate keys are errors.
-func parseImageEntry(b []byte) (imageEntry, *runtime.Policy, orasreg.Reference, error) {
+// unknown fields and duplicate keys are errors. The entry becomes the
+// Image RegisterImage takes, so both go through pullImage.
+func parseImageEntry(b []byte) (Image, error) {
 	var ie imageEntry
-	var ref orasreg.Reference
 	j, err := yaml.YAMLToJSONStrict(b)
 	if err != nil {
-		return ie, nil, ref, err
+		return Image{}, err
 	}
 	strict, err := sigsjson.UnmarshalStrict(j, &ie, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
-		return ie, nil, ref, err
+		return Image{}, err
 	}
 	if err := errors.Join(strict...); err != nil {
-		return ie, nil, ref, err
+		return Image{}, err
 	}
-	if ie.Image == "" {
-		return ie, nil, ref, errors.New("image: required (registry/repository:tag or registry/repository@sha256:…)")
+	img := Image{Ref: ie.Image, PullPolicy: ie.PullPolicy, Verify: ie.Verify}
+	if string(img.Verify) == "null" {
+		img.Verify = nil
 	}
-	ref, err = orasreg.ParseReference(ie.Image)
-	if err != nil {
-		return ie, nil, ref, fmt.Errorf("image: %w", err)
-	}
-	if ref.Reference == "" {
-		return ie, nil, ref, fmt.Errorf("image: %q names neither a tag nor a digest", ie.Image)
-	}
-	_, derr := ref.Digest()
-	switch ie.PullPolicy {
-	case "":
-		ie.PullPolicy = PullAlways
-		if derr == nil {
-			ie.PullPolicy = PullIfNotPresent
-		}
-	case PullAlways, PullIfNotPresent:
-	default:
-		return ie, nil, ref, fmt.Errorf("pullPolicy: %q is neither %s nor %s", ie.PullPolicy, PullIfNotPresent, PullAlways)
-	}
-	var policy *runtime.Policy
 	if len(ie.Policy) > 0 && string(ie.Policy) != "null" {
 		p, err := runtime.ParsePolicy(ie.Policy)
 		if err != nil {
-			return ie, nil, ref, err
+			return Image{}, err
 		}
-		policy = &p
+		img.Policy = &p
 	}
-	return ie, policy, ref, nil
+	img, _, err = checkImage(img)
+	return img, err
+}
+
+// checkImage validates img's reference and pull policy and fills in the
+// default policy: PullIfNotPresent for a digest, PullAlways for a tag.
+func checkImage(img Image) (Image, orasreg.Reference, error) {
+	if img.Ref == "" {
+		return img, orasreg.Reference{}, errors.New("image: required (registry/repository:tag or registry/repository@sha256:…)")
+	}
+	ref, err := orasreg.ParseReference(img.Ref)
+	if err != nil {
+		return img, ref, fmt.Errorf("image: %w", err)
+	}
+	if ref.Reference == "" {
+		return img, ref, fmt.Errorf("image: %q names neither a tag nor a digest", img.Ref)
+	}
+	_, derr := ref.Digest()
+	switch img.PullPolicy {
+	case "":
+		img.PullPolicy = PullAlways
+		if derr == nil {
+			img.PullPolicy = PullIfNotPresent
+		}
+	case PullAlways, PullIfNotPresent:
+	default:
+		return img, ref, fmt.Errorf("pullPolicy: %q is neither %s nor %s", img.PullPolicy, PullIfNotPresent, PullAlways)
+	}
+	return img, ref, nil
 }
 
 // imageEntryPath returns the path of name's image entry in dir and whether
@@ -143,65 +173,116 @@ func imageEntryPath(dir, name string) (string, bool) {
 	return p, true
 }
 
-// readImage reads the image entry b (at path) of e: it resolves and
-// pulls the artifact through the OCI client (a digest the store holds
-// needs no network), verifies it if asked, and returns the module and
-// policy for the same prepare and swap as a file.
-func (r *Registry) readImage(ctx context.Context, e *entry, path string, b []byte) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
-	fail := func(err error) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
-		return nil, nil, contentKey{}, imageInfo{}, err
+// verifiedKey names a verification result: the repository, the manifest
+// digest and the verify block. A result is valid forever for the same
+// content digest under the same policy (the digest fixes every byte that
+// was checked, and the block every rule it was checked against), so it is
+// remembered rather than asked again. The repository is part of the key
+// because a signature policy may bind the repository the artifact is
+// named in, not just its content.
+func verifiedKey(pinned orasreg.Reference, verify []byte) string {
+	vs := sha256.Sum256(verify)
+	return pinned.String() + "/" + hex.EncodeToString(vs[:])
+}
+
+// pullImage is the one path from an Image to a version, for image
+// entries and RegisterImage alike: it resolves the reference (a digest
+// needs no resolving; a tag with PullIfNotPresent keeps the digest it
+// resolved to while the image is unchanged), pulls the artifact through
+// the OCI client (a digest the store holds needs no network), verifies it
+// if asked (an artifact verified before under the same block is not
+// verified again), and returns the module and policy for the same prepare
+// and swap as a file. Its refusals are *VersionError.
+func (r *Registry) pullImage(ctx context.Context, e *entry, img Image) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
+	verr := &VersionError{Provider: e.name, Ref: img.Ref}
+	fail := func(stage Stage, err error) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
+		verr.Stage, verr.Err = stage, err
+		return nil, nil, contentKey{}, imageInfo{}, verr
 	}
-	ie, policy, ref, err := parseImageEntry(b)
+	img, ref, err := checkImage(img)
 	if err != nil {
-		return fail(fmt.Errorf("%s: %w", path, err))
+		return fail(StagePull, fmt.Errorf("%w: %w: %w", ErrPull, ErrInvalidImage, err))
 	}
-	if len(ie.Verify) > 0 && r.cfg.verifier == nil {
-		return fail(fmt.Errorf("%s: %w", path, ErrNoVerifier))
+	if len(img.Verify) > 0 && r.cfg.verifier == nil {
+		return fail(StageVerify, ErrNoVerifier)
 	}
-	if r.cfg.oci == nil {
-		return fail(fmt.Errorf("%s: %w", path, ErrNoOCIClient))
+	c := img.Client
+	if c == nil {
+		c = r.cfg.oci
+	}
+	if c == nil {
+		return fail(StagePull, fmt.Errorf("%w: %w", ErrPull, ErrNoOCIClient))
 	}
 	d, err := ref.Digest()
 	switch {
 	case err == nil:
-	case ie.PullPolicy == PullIfNotPresent && e.img.ref == ie.Image && e.img.digest != "":
-		d = e.img.digest // resolved before: keep it until the entry changes
+	case img.PullPolicy == PullIfNotPresent && e.img.ref == img.Ref && e.img.digest != "":
+		d = e.img.digest // resolved before: keep it until the image changes
 	default:
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.imagePullTimeout)
-		d, err = r.cfg.oci.Resolve(rctx, ie.Image)
+		d, err = c.Resolve(rctx, img.Ref)
 		cancel()
 		if err != nil {
-			return fail(fmt.Errorf("resolving the image of provider %q: %w", e.name, err))
+			return fail(StagePull, fmt.Errorf("%w: resolving the image: %w", ErrPull, err))
 		}
 	}
+	verr.Digest = d.String()
 	pinned := ref
 	pinned.Reference = d.String()
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.imagePullTimeout)
-	a, err := r.cfg.oci.Pull(pctx, pinned.String())
+	a, err := c.Pull(pctx, pinned.String())
 	cancel()
 	if err != nil {
-		return fail(fmt.Errorf("pulling the image of provider %q: %w", e.name, err))
+		return fail(StagePull, fmt.Errorf("%w: pulling the image: %w", ErrPull, err))
 	}
-	if len(ie.Verify) > 0 {
-		vs := sha256.Sum256(ie.Verify)
-		vkey := d.String() + "/" + fmt.Sprintf("%x", vs)
-		if e.img.verifiedKey != vkey {
-			if err := r.cfg.verifier(ctx, e.name, ie.Image, d.String(), ie.Verify); err != nil {
-				return fail(fmt.Errorf("provider %q, %s: %w: %w", e.name, pinned.String(), ErrVerification, err))
+	modSum := sha256.Sum256(a.Wasm)
+	verr.ModuleSHA256 = hex.EncodeToString(modSum[:])
+	if len(img.Verify) > 0 {
+		vkey := verifiedKey(pinned, img.Verify)
+		i := slices.IndexFunc(e.img.verified, func(v verifiedArtifact) bool { return v.key == vkey })
+		if i < 0 {
+			if err := r.cfg.verifier(ctx, e.name, img.Ref, d.String(), img.Verify); err != nil {
+				return fail(StageVerify, fmt.Errorf("%s: %w: %w", pinned.String(), ErrVerification, err))
 			}
-			e.img.verifiedKey = vkey
+		} else {
+			e.img.verified = slices.Delete(e.img.verified, i, i+1)
+		}
+		// Most recent first; the oldest beyond maxVerified is forgotten.
+		e.img.verified = slices.Insert(e.img.verified, 0, verifiedArtifact{key: vkey, digest: d})
+		if len(e.img.verified) > maxVerified {
+			e.img.verified = e.img.verified[:maxVerified]
 		}
 	}
-	e.img.ref, e.img.digest = ie.Image, d
+	e.img.ref, e.img.digest = img.Ref, d
 	// The version is the module and the policy it runs under; the
 	// reference is not part of it (a tag moved to the same module is no
 	// reload).
-	var polBytes []byte
-	if policy != nil {
-		polBytes = ie.Policy
+	key := contentKey{module: modSum, policy: sha256.Sum256(policyBytes(img.Policy))}
+	return a.Wasm, img.Policy, key, imageInfo{ref: img.Ref, pinned: pinned.String(), digest: d.String(), store: c.Store()}, nil
+}
+
+// pinImages pins, in the store of the client that pulled e's serving
+// version, that version's manifest and those of the artifacts e verified,
+// so the store's GC keeps what a rollback needs offline. info is the
+// serving version's (zero: none from an image; the pins are dropped).
+// e.loadMu is held.
+func (r *Registry) pinImages(e *entry, info imageInfo) {
+	owner := r.pinOwner + "/" + e.name
+	if e.img.pinStore != nil && e.img.pinStore != info.store {
+		e.img.pinStore.Pin(owner)
 	}
-	key := contentKey{module: sha256.Sum256(a.Wasm), policy: sha256.Sum256(polBytes)}
-	return a.Wasm, policy, key, imageInfo{ref: ie.Image, pinned: pinned.String(), digest: d.String()}, nil
+	e.img.pinStore = info.store
+	if info.store == nil {
+		return
+	}
+	var ds []digest.Digest
+	if info.digest != "" {
+		ds = append(ds, digest.Digest(info.digest))
+	}
+	for _, v := range e.img.verified {
+		ds = append(ds, v.digest)
+	}
+	info.store.Pin(owner, ds...)
 }
 
 // pollImages re-reads every image entry of the watched directories every

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/oci"
@@ -54,7 +58,18 @@ type VersionError struct {
 	Err                       error
 }
 
-func (e *VersionError) Error() string { return "provider " + e.Provider + ": " + e.Err.Error() }
+// Error names the provider once (the runtime's load errors name it
+// already) and then the cause; it holds no timestamp or duration, so the
+// same refusal reads the same every time, and nothing of a credential
+// (the OCI client never puts one in an error).
+func (e *VersionError) Error() string {
+	prefix := fmt.Sprintf("provider %q: ", e.Provider)
+	msg := e.Err.Error()
+	if strings.HasPrefix(msg, prefix) {
+		return msg
+	}
+	return prefix + msg
+}
 func (e *VersionError) Unwrap() error { return e.Err }
 
 // ErrPull: the artifact could not be resolved or fetched.
@@ -66,6 +81,31 @@ var ErrPull = errors.New("pull failed")
 // Calling it again with the same Image is cheap: a digest already serving
 // is not reloaded, a tag is resolved again only with PullAlways. A refused
 // version returns a *VersionError and leaves the previous one serving.
+//
+// img goes through the same path as an image entry (pullImage): Client
+// nil means the registry's WithOCIClient (neither: ErrNoOCIClient), a
+// Verify block needs WithVerifier (ErrNoVerifier), and an artifact this
+// name verified before, under the same block, is taken again (a
+// rollback) without the Verifier, nor the network if the store holds it.
+// An invalid reference or pull policy is refused before anything changes:
+// a *VersionError at StagePull wrapping ErrInvalidImage.
 func (r *Registry) RegisterImage(ctx context.Context, name string, img Image) error {
-	return errors.New("registry: RegisterImage is not implemented yet")
+	// The source Reload reads must not change when the caller reuses its
+	// Image: the verify block is copied, the policy's fields too (its
+	// slices and maps are shared, as Register shares them).
+	img.Verify = slices.Clone(img.Verify)
+	if img.Policy != nil {
+		p := *img.Policy
+		img.Policy = &p
+	}
+	norm, _, err := checkImage(img)
+	if err != nil {
+		verr := &VersionError{Provider: name, Stage: StagePull, Ref: img.Ref, Err: fmt.Errorf("%w: %w", ErrInvalidImage, err)}
+		r.mu.Lock()
+		e := r.entries[name]
+		r.mu.Unlock()
+		r.reject(e, name, source{kind: fromImage, img: img}, "", verr, time.Now())
+		return verr
+	}
+	return r.register(ctx, name, source{kind: fromImage, img: norm})
 }

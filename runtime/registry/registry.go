@@ -44,7 +44,13 @@ type Registry struct {
 	closed  bool
 	wg      sync.WaitGroup // syncs and drains in progress
 	watch   *watcher       // nil until Watch
+
+	// pinOwner names this registry's pins in OCI stores (oci.Store.Pin),
+	// unique in the process: registries may share a store.
+	pinOwner string
 }
+
+var registrySeq atomic.Int64
 
 // entry is one provider name. It outlives removals (cur == nil) so that a
 // Handle keeps working when the provider comes back.
@@ -77,7 +83,8 @@ func New(rt *runtime.Runtime, opts ...Option) *Registry {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Registry{rt: rt, cfg: cfg, entries: map[string]*entry{}}
+	return &Registry{rt: rt, cfg: cfg, entries: map[string]*entry{},
+		pinOwner: fmt.Sprintf("wasmprov-registry-%d", registrySeq.Add(1))}
 }
 
 // Get returns the provider name, like machine-controller's
@@ -132,6 +139,7 @@ func (r *Registry) Close(ctx context.Context) error {
 		e.st.mu.Lock()
 		p := e.cur.Swap(nil)
 		e.st.mu.Unlock()
+		r.pinImages(e, imageInfo{})
 		e.loadMu.Unlock()
 		if p != nil {
 			if err := p.Close(ctx); err != nil {

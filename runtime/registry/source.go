@@ -24,6 +24,7 @@ const (
 	fromDir sourceKind = iota + 1
 	fromFS
 	fromBytes
+	fromImage // RegisterImage: an OCI artifact named by code
 )
 
 type source struct {
@@ -32,6 +33,7 @@ type source struct {
 	fsys   fs.FS
 	wasm   []byte
 	policy *runtime.Policy
+	img    Image // fromImage, normalised (checkImage)
 }
 
 func (s source) String(name string) string {
@@ -40,6 +42,8 @@ func (s source) String(name string) string {
 		return filepath.Join(s.dir, name+".wasm")
 	case fromFS:
 		return "fs:" + name + ".wasm"
+	case fromImage:
+		return "image:" + s.img.Ref
 	}
 	return "code"
 }
@@ -114,7 +118,11 @@ func (r *Registry) read(ctx context.Context, e *entry, src source) (wasm []byte,
 			if err != nil {
 				return nil, nil, contentKey{}, img, err
 			}
-			return r.readImage(ctx, e, path, b)
+			ie, err := parseImageEntry(b)
+			if err != nil {
+				return nil, nil, contentKey{}, img, fmt.Errorf("%s: %w", path, err)
+			}
+			return r.pullImage(ctx, e, ie)
 		}
 		e.isImage.Store(false)
 		wasm, err = r.cfg.readFile(filepath.Join(src.dir, name+".wasm"))
@@ -144,13 +152,23 @@ func (r *Registry) read(ctx context.Context, e *entry, src source) (wasm []byte,
 		if err != nil {
 			return nil, nil, contentKey{}, img, err
 		}
+	case fromImage:
+		return r.pullImage(ctx, e, src.img)
 	case fromBytes:
 		wasm, policy = src.wasm, src.policy
-		if policy != nil {
-			polBytes, _ = json.Marshal(policy)
-		}
+		polBytes = policyBytes(policy)
 	}
 	return wasm, policy, contentKey{module: sha256.Sum256(wasm), policy: sha256.Sum256(polBytes)}, img, nil
+}
+
+// policyBytes is what a policy given as a value contributes to a content
+// key: its JSON encoding, nil for the default policy.
+func policyBytes(p *runtime.Policy) []byte {
+	if p == nil {
+		return nil
+	}
+	b, _ := json.Marshal(p)
+	return b
 }
 
 // readPolicyFS reads name from fsys. It returns (nil, nil, nil) when the

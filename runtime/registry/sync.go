@@ -246,22 +246,30 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 			r.unload(e, "file removed")
 			return nil
 		}
+		if ve, ok := errors.AsType[*VersionError](err); ok {
+			// A refused artifact says which step refused it already.
+			return r.rejectLocked(e, src, ve.ModuleSHA256, err, start)
+		}
 		return r.rejectLocked(e, src, "", fmt.Errorf("reading provider %q: %w", e.name, err), start)
 	}
 	sum := key.moduleSHA256()
 	if key == e.key && e.cur.Load() != nil {
-		if img.ref != "" { // the same version under another reference, or a tag re-resolved
-			e.st.mu.Lock()
-			e.st.image, e.st.imageDigest = img.ref, img.digest
-			e.st.mu.Unlock()
-		}
+		// The same version under another reference, a tag re-resolved, or
+		// the same module from another kind of source.
+		e.st.mu.Lock()
+		e.st.image, e.st.imageDigest = img.ref, img.digest
+		e.st.mu.Unlock()
+		r.pinImages(e, img)
 		return nil
 	}
 	if key == e.rejectedKey {
 		return e.rejectedErr
 	}
-	p, err := r.prepare(ctx, e, wasm, policy)
+	p, err := r.prepare(ctx, e, wasm, policy, sum)
 	if err != nil {
+		if ve, ok := errors.AsType[*VersionError](err); ok {
+			ve.Ref, ve.Digest = img.ref, img.digest
+		}
 		e.rejectedKey, e.rejectedErr = key, err
 		return r.rejectLocked(e, src, sum, err, start)
 	}
@@ -287,6 +295,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		st.draining[old] = struct{}{}
 	}
 	st.mu.Unlock()
+	r.pinImages(e, img)
 	ev := Event{Kind: EventLoaded, Provider: e.name, Source: sourceOf(e, e.name, src), SHA256: sum, Image: img.pinned, Duration: time.Since(start)}
 	attrs := []any{"provider", e.name, "source", ev.Source, "sha256", sum}
 	if img.pinned != "" {
@@ -315,15 +324,19 @@ func (r *Registry) imageEntryStays(e *entry, src source) bool {
 
 // prepare loads a new version and proves it can serve, all off the call
 // path: compile (from the cache when known), validate, instantiate, smoke
-// call, pre-warm.
-func (r *Registry) prepare(ctx context.Context, e *entry, wasm []byte, policy *runtime.Policy) (*runtime.Provider, error) {
+// call, pre-warm. Its refusals are *VersionError (StageLoad, StageSmoke);
+// sum is the module's digest.
+func (r *Registry) prepare(ctx context.Context, e *entry, wasm []byte, policy *runtime.Policy, sum string) (*runtime.Provider, error) {
+	refuse := func(stage Stage, err error) error {
+		return &VersionError{Provider: e.name, Stage: stage, ModuleSHA256: sum, Err: err}
+	}
 	opts := []runtime.LoadOption{runtime.WithName(e.name)}
 	if policy != nil {
 		opts = append(opts, runtime.WithPolicy(*policy))
 	}
 	p, err := r.rt.LoadBytes(ctx, e.name, wasm, opts...)
 	if err != nil {
-		return nil, err
+		return nil, refuse(StageLoad, err)
 	}
 	fail := func(err error) (*runtime.Provider, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -333,13 +346,13 @@ func (r *Registry) prepare(ctx context.Context, e *entry, wasm []byte, policy *r
 	}
 	if r.cfg.smoke != nil {
 		if err := r.smoke(ctx, p); err != nil {
-			return fail(fmt.Errorf("provider %q: %w: %w", e.name, ErrSmokeTest, err))
+			return fail(refuse(StageSmoke, fmt.Errorf("%w: %w", ErrSmokeTest, err)))
 		}
 	}
 	if old := e.cur.Load(); old != nil && r.cfg.prewarmToLoad {
 		live := old.PoolStats().Live
 		if err := p.Warm(ctx, int(live)); err != nil {
-			return fail(fmt.Errorf("provider %q: pre-warming: %w", e.name, err))
+			return fail(refuse(StageLoad, fmt.Errorf("pre-warming: %w", err)))
 		}
 	}
 	return p, nil
