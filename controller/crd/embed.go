@@ -1,5 +1,6 @@
-// Package crd holds the Machine CustomResourceDefinition the controller
-// works with, as YAML and embedded for tests and installers.
+// Package crd holds the CustomResourceDefinitions the controller works
+// with (Machine, WasmProvider), as YAML and embedded for tests and
+// installers.
 package crd
 
 import _ "embed"
@@ -8,3 +9,8 @@ import _ "embed"
 //
 //go:embed cluster.k8s.io_machines.yaml
 var MachinesYAML []byte
+
+// WasmProvidersYAML is wasmprov.io_wasmproviders.yaml.
+//
+//go:embed wasmprov.io_wasmproviders.yaml
+var WasmProvidersYAML []byte

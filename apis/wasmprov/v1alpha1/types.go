@@ -40,13 +40,13 @@ type WasmProviderSpec struct {
 
 	// Verify is the signature policy the artifact must satisfy before it
 	// may load (the verify block of an image entry: anyOf/allOf of
-	// publicKey rules; see docs/SUPPLY-CHAIN.md). Only for an image
+	// publicKey rules; see docs/DISTRIBUTION.md). Only for an image
 	// source. Unset: no signature is required.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Verify *runtime.RawExtension `json:"verify,omitempty"`
 
 	// Policy is the sandbox policy, with the fields of a policy file
-	// (docs/POLICY.md). It is decoded strictly: an unknown field refuses
+	// (docs/REGISTRY.md). It is decoded strictly: an unknown field refuses
 	// the version (status says which) rather than being dropped. Unset:
 	// the runtime's default policy.
 	// +kubebuilder:pruning:PreserveUnknownFields

@@ -189,3 +189,66 @@ func (in *Rejection) DeepCopyInto(out *Rejection) {
 	*out = *in
 	in.Time.DeepCopyInto(&out.Time)
 }
+
+// DeepCopy returns a deep copy of the receiver (nil for nil).
+func (in *Revision) DeepCopy() *Revision {
+	if in == nil {
+		return nil
+	}
+	out := new(Revision)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopy returns a deep copy of the receiver (nil for nil).
+func (in *Rejection) DeepCopy() *Rejection {
+	if in == nil {
+		return nil
+	}
+	out := new(Rejection)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// The types below hold no pointer, slice or map: a plain assignment is a
+// deep copy. They get the same methods as the others so that callers need
+// not know that.
+
+// DeepCopyInto copies the receiver into out. in must be non-nil.
+func (in *ConfigMapSource) DeepCopyInto(out *ConfigMapSource) { *out = *in }
+
+// DeepCopy returns a deep copy of the receiver (nil for nil).
+func (in *ConfigMapSource) DeepCopy() *ConfigMapSource {
+	if in == nil {
+		return nil
+	}
+	out := new(ConfigMapSource)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyInto copies the receiver into out. in must be non-nil.
+func (in *URLSource) DeepCopyInto(out *URLSource) { *out = *in }
+
+// DeepCopy returns a deep copy of the receiver (nil for nil).
+func (in *URLSource) DeepCopy() *URLSource {
+	if in == nil {
+		return nil
+	}
+	out := new(URLSource)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyInto copies the receiver into out. in must be non-nil.
+func (in *Pool) DeepCopyInto(out *Pool) { *out = *in }
+
+// DeepCopy returns a deep copy of the receiver (nil for nil).
+func (in *Pool) DeepCopy() *Pool {
+	if in == nil {
+		return nil
+	}
+	out := new(Pool)
+	in.DeepCopyInto(out)
+	return out
+}
