@@ -149,10 +149,14 @@ func runController(ctx context.Context, args []string) error {
 		}
 		defer stop()
 	}
-	// The registry's OCI client, and its verifier, serve image entries
-	// and WasmProviders alike (a WasmProvider's verify block goes to the
-	// same signature verifier).
-	imageOpts, err := f.images.registryOptions(logger, *f.providersDir)
+	// One client factory and one store for image entries and
+	// WasmProviders; the registry's verifier checks the verify blocks of
+	// both.
+	clients, err := newOCIClients(f.images, logger)
+	if err != nil {
+		return err
+	}
+	imageOpts, err := clients.registryOptions(f.images, *f.providersDir, logger)
 	if err != nil {
 		return err
 	}
@@ -195,10 +199,6 @@ func runController(ctx context.Context, args []string) error {
 	runCtx := ctx
 	if f.wasmProviders.enabled {
 		wpClient, err := wasmprovider.NewRESTClient(cfg)
-		if err != nil {
-			return err
-		}
-		clients, err := newOCIClients(f.images, logger)
 		if err != nil {
 			return err
 		}

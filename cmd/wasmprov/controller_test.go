@@ -224,6 +224,11 @@ func TestOCIClientsPerPullSecret(t *testing.T) {
 	if own == authed {
 		t.Fatal("no Secret got the Secret's client")
 	}
+	// One Store value: its pins are in memory, and every client's GC must
+	// see them.
+	if own.Store() == nil || own.Store() != authed.Store() {
+		t.Fatalf("stores %p and %p, want one shared", own.Store(), authed.Store())
+	}
 	if _, err := own.Resolve(ctx, ref); err == nil {
 		t.Fatal("resolved without credentials: the Secret's leaked into the controller's client")
 	}

@@ -18,6 +18,7 @@ import (
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
 	"github.com/wasmprov/wasmprov/runtime/oci"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 
 	corev1 "k8s.io/api/core/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -106,7 +107,7 @@ func newOCIClients(f *imageFlags, logger *slog.Logger) (*ociClients, error) {
 	}
 	if f.oci.store != "" {
 		if opts.Store, err = oci.OpenStore(f.oci.store, f.oci.storeBytes); err != nil {
-			logger.Error("cannot open the OCI store; WasmProvider images are pulled without it", "store", f.oci.store, "error", err)
+			logger.Error("cannot open the OCI store; image entries and WasmProvider images are pulled without it", "store", f.oci.store, "error", err)
 		}
 	}
 	return &ociClients{opts: opts, byConfig: map[[sha256.Size]byte]*oci.Client{}}, nil
@@ -166,10 +167,28 @@ func (c *ociClients) New(dockerConfig []byte) (*oci.Client, error) {
 	return cl, nil
 }
 
+// registryOptions are the registry options of `wasmprov controller`: as
+// imageFlags.registryOptions gives `serve`, but with the client of the
+// controller's own credentials from c, so that image entries and
+// WasmProviders share one Store value — its pins (what serves, what may
+// be rolled back to) live in that value, and a GC run by one client must
+// see the pins of all.
+func (c *ociClients) registryOptions(f *imageFlags, dir string, logger *slog.Logger) ([]registry.Option, error) {
+	own, err := c.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	return []registry.Option{registry.WithOCIClient(own), registry.WithImagePollInterval(f.poll),
+		registry.WithImagePullTimeout(f.pullTimeout), registry.WithVerifier(signatureVerifier(own, dir, logger))}, nil
+}
+
 // wasmProviderReconciler builds the WasmProvider reconciler of `wasmprov
 // controller`.
 func wasmProviderReconciler(opts wasmprovider.Options, clients *ociClients, maxModuleBytes int64, poll time.Duration) (*wasmprovider.Reconciler, error) {
 	opts.NewOCIClient = clients.New
+	if clients.opts.Store != nil { // a nil *oci.Store in the interface would be called
+		opts.Store = clients.opts.Store
+	}
 	opts.MaxModuleBytes = maxModuleBytes
 	opts.PollInterval = poll
 	r, err := wasmprovider.New(opts)
