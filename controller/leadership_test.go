@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,14 +122,20 @@ func TestLeadershipChangeHandover(t *testing.T) {
 // returns ErrLeadershipLost.
 func TestLeadershipLost(t *testing.T) {
 	kube := fake.NewClientset()
+	// Reactors may not be added while the clientset is in use: this one
+	// is there from the start and refuses updates once unreachable is set.
+	var unreachable atomic.Bool
+	kube.PrependReactor("update", "leases", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		if unreachable.Load() {
+			return true, nil, errors.New("API server unreachable")
+		}
+		return false, nil, nil
+	})
 	le := LeaderElection{Namespace: "kube-system", Name: "lost", LeaseDuration: 2 * time.Second,
 		RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
 	a := startLeadReplica(t, kube, le, "a")
 	eventually(t, "a leads", func() bool { return a.c.IsLeader() })
-
-	kube.PrependReactor("update", "leases", func(k8stesting.Action) (bool, kruntime.Object, error) {
-		return true, nil, errors.New("API server unreachable")
-	})
+	unreachable.Store(true)
 	select {
 	case err := <-a.done:
 		a.done <- err
