@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/oci"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 	"github.com/wasmprov/wasmprov/runtime/signature"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -364,5 +366,54 @@ func touch(t *testing.T, w *world, name string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWasmProviderNameFromDirectory: a WasmProvider claiming a name the
+// provider directory already serves is refused by the registry
+// (ErrDuplicateProvider), which its status says, quietly; the directory's
+// module keeps serving Machines.
+func TestWasmProviderNameFromDirectory(t *testing.T) {
+	w := newWorld(t)
+	reg := testregistry.Start(t, testregistry.Options{})
+	pusher, err := oci.New(oci.Options{PlainHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pusher.Push(context.Background(), withCustomSection(hetznerWasm, "e2e-wasmprovider-dup"), reg.Host+"/providers/hetzner:dup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.startController("wp-dir", "-leader-elect=false", "-wasmproviders", "-plain-http",
+		"-store", filepath.Join(t.TempDir(), "store"), "-docker-config", filepath.Join(t.TempDir(), "none.json"))
+	wps := newWPClient(t)
+	t.Cleanup(func() { wps.delete("hetzner-from-image") })
+	wps.create(&wasmprovv1alpha1.WasmProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "hetzner-from-image"},
+		Spec: wasmprovv1alpha1.WasmProviderSpec{
+			CloudProvider: "hetzner",
+			Source:        wasmprovv1alpha1.Source{Image: &wasmprovv1alpha1.ImageSource{Ref: reg.Host + "/providers/hetzner@" + d.String()}},
+		},
+	})
+	var wp *wasmprovv1alpha1.WasmProvider
+	eventually(t, 60*time.Second, "the WasmProvider refused", func() (bool, string) {
+		wp = wps.get("hetzner-from-image")
+		return current(wp) && condIs(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse), wpState(wp)
+	})
+	ready := meta.FindStatusCondition(wp.Status.Conditions, wasmprovv1alpha1.ConditionReady)
+	if !strings.Contains(ready.Message, registry.ErrDuplicateProvider.Error()) || serving(wp) != "" {
+		t.Fatalf("refused WasmProvider: %s; want Ready=False naming %q, nothing serving", wpState(wp), registry.ErrDuplicateProvider)
+	}
+	t.Logf("refused: %s", wpState(wp))
+	if n := c.metric("wasmprov_registry_events_total", map[string]string{"provider": "hetzner", "kind": "loaded"}); n != 1 {
+		t.Fatalf("hetzner loaded %v times, want once (from the directory)", n)
+	}
+	writes := c.metric("wasmprov_wasmprovider_status_writes_total", nil)
+	m := w.create(w.machine("from-dir", nil))
+	w.checkProvisioned(w.waitProvisioned(90*time.Second, m.Name)[0])
+	w.deleteAll()
+	w.waitAllGone(60 * time.Second)
+	if n := c.metric("wasmprov_wasmprovider_status_writes_total", nil) - writes; n > 2 {
+		t.Errorf("%v status writes while the refused WasmProvider did not change, want at most 2", n)
 	}
 }
