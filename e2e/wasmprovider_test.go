@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -244,6 +245,17 @@ func TestWasmProvider(t *testing.T) {
 	eventually(t, 120*time.Second, "hetzner loaded on both replicas", func() (bool, string) {
 		return loaded(a) >= 1 && loaded(b) >= 1, fmt.Sprintf("loaded: a %v, b %v", loaded(a), loaded(b))
 	})
+	// Both are ready: every WasmProvider present was reconciled once.
+	for _, p := range []*proc{a, b} {
+		eventually(t, 30*time.Second, p.id+" /readyz", func() (bool, string) {
+			resp, err := http.Get(strings.TrimSuffix(p.metrics, "/metrics") + "/readyz")
+			if err != nil {
+				return false, err.Error()
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, resp.Status
+		})
+	}
 	leader := byID[w.leader()]
 	standby := a
 	if leader == a {
