@@ -53,6 +53,11 @@ type fakeWPs struct {
 	history  []watch.Event
 	watchers []*fakeWatch
 	writes   int
+	// conflictNext makes the next N UpdateStatus calls fail with a
+	// conflict, as if another writer got in first (it did: the object's
+	// resourceVersion moves on).
+	conflictNext int
+	conflicts    int
 }
 
 func newFakeWPs() *fakeWPs { return &fakeWPs{objs: map[string]*wasmprovv1alpha1.WasmProvider{}} }
@@ -132,6 +137,16 @@ func (f *fakeWPs) UpdateStatus(_ context.Context, wp *wasmprovv1alpha1.WasmProvi
 	cur, ok := f.objs[wp.Name]
 	if !ok {
 		return nil, apierrors.NewNotFound(wpGR, wp.Name)
+	}
+	if f.conflictNext > 0 {
+		f.conflictNext--
+		f.conflicts++
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations["other-writer"] = strconv.Itoa(f.conflicts)
+		f.bump(cur)
+		f.notify(watch.Modified, cur)
 	}
 	if wp.ResourceVersion != cur.ResourceVersion {
 		return nil, apierrors.NewConflict(wpGR, wp.Name, fmt.Errorf("resourceVersion %s, have %s", wp.ResourceVersion, cur.ResourceVersion))

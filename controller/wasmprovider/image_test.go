@@ -173,6 +173,16 @@ func TestImageTagPollAndPins(t *testing.T) {
 	}
 	e.wps.create(imageWP("fake", "fake", tag), time.Now())
 	e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string { return all(serving(wp, d1), ready(wp)) })
+	// Polls of an unchanged tag resolve it again and change nothing.
+	writes := e.wps.writeCount()
+	resolves := e.oci.Requests.Load()
+	time.Sleep(2500 * time.Millisecond)
+	if w := e.wps.writeCount(); w != writes {
+		t.Fatalf("polls of an unchanged tag wrote status %d more times", w-writes)
+	}
+	if e.oci.Requests.Load() == resolves {
+		t.Fatal("the tag was not resolved again at the polls")
+	}
 	v2 := version(t, "v2")
 	e.precompile(t, v2)
 	d2, err := e.push.Push(context.Background(), v2, tag)

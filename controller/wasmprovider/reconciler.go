@@ -265,7 +265,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.informer.RunWithContext(ctx)
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), r.informer.HasSynced) {
-		return ctx.Err()
+		return nil // cancelled before the first list
 	}
 	r.mu.Lock()
 	r.pending = map[string]struct{}{}
@@ -312,6 +312,8 @@ func (r *Reconciler) processNext(ctx context.Context) bool {
 	case err != nil:
 		if result == resultError {
 			r.log.Error("wasmprovider: reconcile failed", "wasmprovider", key, "err", err)
+		} else {
+			r.log.Debug("wasmprovider: version refused; retrying with backoff", "wasmprovider", key, "err", err)
 		}
 		r.queue.AddRateLimited(key)
 	case result == resultDeleted:
@@ -670,10 +672,13 @@ func (r *Reconciler) finish(ctx context.Context, wp *wasmprovv1alpha1.WasmProvid
 	want := desiredStatus(wp, o)
 	r.pin(wp.Name, st, want.Revisions)
 	if r.opts.IsLeader() {
-		r.events(wp, &want, o)
+		// Events after the write: a write that fails is retried with the
+		// old status still in place, and the retry records them then,
+		// once.
 		if err := r.writeStatus(ctx, wp, st, o); err != nil {
 			return resultError, err
 		}
+		r.events(wp, &want, o)
 	}
 	switch {
 	case o.conflictWith != "":
@@ -692,7 +697,11 @@ func (r *Reconciler) pin(name string, st *state, revs []wasmprovv1alpha1.Revisio
 	}
 	var ds []string
 	for _, rv := range revs {
-		ds = append(ds, rv.Digest)
+		// A ConfigMap or URL version is named by its module's digest and
+		// is no manifest of the store: nothing to keep for it.
+		if rv.Digest != "sha256:"+rv.ModuleSHA256 {
+			ds = append(ds, rv.Digest)
+		}
 	}
 	r.mu.Lock()
 	same := equalStrings(st.pinned, ds)

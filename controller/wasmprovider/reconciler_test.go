@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
@@ -308,4 +309,101 @@ func TestRenameHandsOver(t *testing.T) {
 	})
 	e.waitRegistry(t, "fake", "sha256:"+sum(v2))
 	e.waitRegistry(t, "other", "sha256:"+sum(v1))
+}
+
+// A status write that meets a conflict re-reads the object and writes
+// again.
+func TestStatusConflictRetried(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true, noStart: true})
+	v1 := version(t, "cm1")
+	e.precompile(t, v1)
+	e.configMap(t, "kube-system", "modules", "fake.wasm", v1)
+	e.wps.mu.Lock()
+	e.wps.conflictNext = 2
+	e.wps.mu.Unlock()
+	e.wps.create(cmWP("fake", "fake", "fake.wasm", sum(v1)), time.Now())
+	e.start(t)
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(serving(wp, "sha256:"+sum(v1)), cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionTrue, wasmprovv1alpha1.ReasonServing))
+	})
+	if wp.Annotations["other-writer"] != "2" {
+		t.Fatalf("annotations %v: the conflicts did not happen", wp.Annotations)
+	}
+	time.Sleep(1500 * time.Millisecond) // past a poll: nothing more to write
+	if w := e.wps.writeCount(); w != 1 {
+		t.Fatalf("%d status writes, want 1", w)
+	}
+}
+
+// Content that is not a module, with its right digest: fetched, refused by
+// the registry's load (InvalidModule), nothing serving.
+func TestInvalidModule(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true})
+	junk := []byte("\x00asm\x01\x00\x00\x00 not really a module")
+	e.configMap(t, "kube-system", "modules", "fake.wasm", junk)
+	e.wps.create(cmWP("fake", "fake", "fake.wasm", sum(junk)), time.Now())
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionTrue, wasmprovv1alpha1.ReasonPulled),
+			cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse, wasmprovv1alpha1.ReasonInvalidModule),
+			cond(wp, wasmprovv1alpha1.ConditionDegraded, metav1.ConditionTrue, wasmprovv1alpha1.ReasonNothingServing))
+	})
+	if rej := wp.Status.LastRejected; rej == nil || rej.Reason != wasmprovv1alpha1.ReasonInvalidModule || rej.Digest != "sha256:"+sum(junk) {
+		t.Fatalf("lastRejected = %+v", rej)
+	}
+	e.waitEvent(t, "fake", "Warning Rejected:")
+}
+
+// A URL module over MaxModuleBytes is refused without being read whole;
+// plain http to a host that is not loopback is an invalid spec.
+func TestURLLimits(t *testing.T) {
+	v1 := version(t, "cm1")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(v1) }))
+	defer srv.Close()
+	e := newEnv(t, envOpts{leader: true, mutate: func(o *wasmprovider.Options) { o.MaxModuleBytes = 4096 }})
+	urlWP := func(name, cp, u string) *wasmprovv1alpha1.WasmProvider {
+		return &wasmprovv1alpha1.WasmProvider{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: wasmprovv1alpha1.WasmProviderSpec{CloudProvider: cp,
+				Source: wasmprovv1alpha1.Source{URL: &wasmprovv1alpha1.URLSource{URL: u, SHA256: sum(v1)}}}}
+	}
+	e.wps.create(urlWP("big", "big", srv.URL+"/fake.wasm"), time.Now())
+	e.wps.create(urlWP("far", "far", "http://example.com/fake.wasm"), time.Now())
+	big := e.waitWP(t, "big", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionFalse, wasmprovv1alpha1.ReasonPullFailed)
+	})
+	if m := big.Status.LastRejected.Message; !strings.Contains(m, "exceeds the limit of 4096 bytes") {
+		t.Fatalf("lastRejected message %q", m)
+	}
+	far := e.waitWP(t, "far", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse, wasmprovv1alpha1.ReasonInvalidSpec)
+	})
+	if m := condMessage(far, wasmprovv1alpha1.ConditionReady); !strings.Contains(m, "loopback") {
+		t.Fatalf("Ready message %q", m)
+	}
+	if e.registryServes("big") != "" || e.registryServes("far") != "" {
+		t.Fatal("a refused URL source serves")
+	}
+}
+
+// Messages are trimmed to 1 KiB, in conditions, lastRejected and Events.
+func TestLongMessageTrimmed(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true})
+	v1 := version(t, "cm1")
+	e.configMap(t, "kube-system", "modules", "fake.wasm", v1)
+	long := strings.Repeat("é", 1500) // two bytes each: a cut must not split one
+	e.wps.create(cmWP("fake", "fake", long, sum(v1)), time.Now())
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionFalse, wasmprovv1alpha1.ReasonPullFailed)
+	})
+	for _, c := range wp.Status.Conditions {
+		if len(c.Message) > 1024 || !utf8.ValidString(c.Message) {
+			t.Fatalf("condition %s message of %d bytes (valid UTF-8: %t)", c.Type, len(c.Message), utf8.ValidString(c.Message))
+		}
+	}
+	if m := wp.Status.LastRejected.Message; len(m) > 1024 || !utf8.ValidString(m) || !strings.HasPrefix(m, "ConfigMap kube-system/modules has no binaryData key") {
+		t.Fatalf("lastRejected message of %d bytes: %.80q", len(m), m)
+	}
+	ev := e.waitEvent(t, "fake", "Warning PullFailed:")
+	if len(ev) > 1024+len("Warning PullFailed: ") {
+		t.Fatalf("Event message of %d bytes", len(ev))
+	}
 }

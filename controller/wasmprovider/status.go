@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -75,6 +76,9 @@ func classify(err error) refused {
 			out.reason = wasmprovv1alpha1.ReasonVerifyFailed
 		case registry.StageLoad:
 			out.reason = wasmprovv1alpha1.ReasonInvalidModule
+			if errors.Is(err, metadata.ErrIncompatible) {
+				out.reason = wasmprovv1alpha1.ReasonIncompatible
+			}
 		case registry.StageSmoke:
 			out.reason = wasmprovv1alpha1.ReasonSmokeTestFailed
 		default:

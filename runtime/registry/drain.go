@@ -42,7 +42,8 @@ func (r *Registry) retire(e *entry, old *runtime.Provider) {
 // unload removes e's serving version; e.loadMu is held.
 func (r *Registry) unload(e *entry, why string) {
 	e.key, e.rejectedKey, e.rejectedErr = contentKey{}, contentKey{}, nil
-	r.pinImages(e, imageInfo{})
+	e.img.serving = ""
+	r.pinImages(e, nil)
 	st := &e.st
 	st.mu.Lock()
 	old := e.cur.Swap(nil)

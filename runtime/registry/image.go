@@ -48,9 +48,10 @@ var (
 	ErrNoVerifier = errors.New("the entry has a verify block but no verifier is configured; refusing to serve it unverified")
 	// ErrVerification: the verifier refused the artifact.
 	ErrVerification = errors.New("verification failed")
-	// ErrNoOCIClient: an image entry was found but the registry has no OCI
-	// client (WithOCIClient).
-	ErrNoOCIClient = errors.New("image entries need an OCI client (registry.WithOCIClient)")
+	// ErrNoOCIClient: an image entry was found, or RegisterImage called
+	// without Image.Client, but the registry has no OCI client
+	// (WithOCIClient).
+	ErrNoOCIClient = errors.New("images need an OCI client (registry.WithOCIClient or Image.Client)")
 	// ErrInvalidImage: an Image (or an image entry) names no valid
 	// reference or pull policy.
 	ErrInvalidImage = errors.New("invalid image")
@@ -83,7 +84,9 @@ type imageState struct {
 	// first: a rollback to one of them needs neither the Verifier nor the
 	// network (see verifiedKey).
 	verified []verifiedArtifact
-	// pinStore is the store holding pins for this entry (nil: none).
+	// serving is the manifest of the version serving, if it came from
+	// an image; pinStore the store holding this entry's pins (nil: none).
+	serving  digest.Digest
 	pinStore *oci.Store
 }
 
@@ -139,7 +142,7 @@ func checkImage(img Image) (Image, orasreg.Reference, error) {
 	}
 	ref, err := orasreg.ParseReference(img.Ref)
 	if err != nil {
-		return img, ref, fmt.Errorf("image: %w", err)
+		return img, ref, fmt.Errorf("image: %q: %w", img.Ref, err)
 	}
 	if ref.Reference == "" {
 		return img, ref, fmt.Errorf("image: %q names neither a tag nor a digest", img.Ref)
@@ -229,6 +232,9 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image) ([]byte, 
 	verr.Digest = d.String()
 	pinned := ref
 	pinned.Reference = d.String()
+	if c.Store() != nil {
+		r.pinImages(e, c.Store(), d)
+	}
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.imagePullTimeout)
 	a, err := c.Pull(pctx, pinned.String())
 	cancel()
@@ -261,28 +267,28 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image) ([]byte, 
 	return a.Wasm, img.Policy, key, imageInfo{ref: img.Ref, pinned: pinned.String(), digest: d.String(), store: c.Store()}, nil
 }
 
-// pinImages pins, in the store of the client that pulled e's serving
-// version, that version's manifest and those of the artifacts e verified,
-// so the store's GC keeps what a rollback needs offline. info is the
-// serving version's (zero: none from an image; the pins are dropped).
-// e.loadMu is held.
-func (r *Registry) pinImages(e *entry, info imageInfo) {
+// pinImages pins, in store (the store of the client that pulled e's
+// latest artifact), the manifest serving, those e verified and extra (an
+// artifact about to be pulled: the pull's own GC must not drop it before
+// it serves), so the store's GC keeps what a rollback needs offline.
+// store nil drops e's pins. e.loadMu is held.
+func (r *Registry) pinImages(e *entry, store *oci.Store, extra ...digest.Digest) {
 	owner := r.pinOwner + "/" + e.name
-	if e.img.pinStore != nil && e.img.pinStore != info.store {
+	if e.img.pinStore != nil && e.img.pinStore != store {
 		e.img.pinStore.Pin(owner)
 	}
-	e.img.pinStore = info.store
-	if info.store == nil {
+	e.img.pinStore = store
+	if store == nil {
 		return
 	}
-	var ds []digest.Digest
-	if info.digest != "" {
-		ds = append(ds, digest.Digest(info.digest))
+	ds := slices.Clone(extra)
+	if e.img.serving != "" {
+		ds = append(ds, e.img.serving)
 	}
 	for _, v := range e.img.verified {
 		ds = append(ds, v.digest)
 	}
-	info.store.Pin(owner, ds...)
+	store.Pin(owner, ds...)
 }
 
 // pollImages re-reads every image entry of the watched directories every

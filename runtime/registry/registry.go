@@ -139,7 +139,8 @@ func (r *Registry) Close(ctx context.Context) error {
 		e.st.mu.Lock()
 		p := e.cur.Swap(nil)
 		e.st.mu.Unlock()
-		r.pinImages(e, imageInfo{})
+		e.img.serving = ""
+		r.pinImages(e, nil)
 		e.loadMu.Unlock()
 		if p != nil {
 			if err := p.Close(ctx); err != nil {

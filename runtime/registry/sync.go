@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -248,6 +249,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		}
 		if ve, ok := errors.AsType[*VersionError](err); ok {
 			// A refused artifact says which step refused it already.
+			r.pinImages(e, e.img.pinStore) // not the refused one
 			return r.rejectLocked(e, src, ve.ModuleSHA256, err, start)
 		}
 		return r.rejectLocked(e, src, "", fmt.Errorf("reading provider %q: %w", e.name, err), start)
@@ -259,10 +261,18 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		e.st.mu.Lock()
 		e.st.image, e.st.imageDigest = img.ref, img.digest
 		e.st.mu.Unlock()
-		r.pinImages(e, img)
+		e.img.serving = digest.Digest(img.digest)
+		r.pinImages(e, img.store)
 		return nil
 	}
 	if key == e.rejectedKey {
+		r.pinImages(e, e.img.pinStore)
+		if ve, ok := errors.AsType[*VersionError](e.rejectedErr); ok && (ve.Ref != img.ref || ve.Digest != img.digest) {
+			// The same refused content under another reference.
+			again := *ve
+			again.Ref, again.Digest = img.ref, img.digest
+			return &again
+		}
 		return e.rejectedErr
 	}
 	p, err := r.prepare(ctx, e, wasm, policy, sum)
@@ -271,6 +281,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 			ve.Ref, ve.Digest = img.ref, img.digest
 		}
 		e.rejectedKey, e.rejectedErr = key, err
+		r.pinImages(e, e.img.pinStore)
 		return r.rejectLocked(e, src, sum, err, start)
 	}
 	e.rejectedKey, e.rejectedErr = contentKey{}, nil
@@ -295,7 +306,8 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		st.draining[old] = struct{}{}
 	}
 	st.mu.Unlock()
-	r.pinImages(e, img)
+	e.img.serving = digest.Digest(img.digest)
+	r.pinImages(e, img.store)
 	ev := Event{Kind: EventLoaded, Provider: e.name, Source: sourceOf(e, e.name, src), SHA256: sum, Image: img.pinned, Duration: time.Since(start)}
 	attrs := []any{"provider", e.name, "source", ev.Source, "sha256", sum}
 	if img.pinned != "" {
