@@ -407,3 +407,25 @@ func TestLongMessageTrimmed(t *testing.T) {
 		t.Fatalf("Event message of %d bytes", len(ev))
 	}
 }
+
+// New refuses missing parts; Run runs once, and returns when cancelled.
+func TestNewAndRun(t *testing.T) {
+	if _, err := wasmprovider.New(wasmprovider.Options{}); err == nil {
+		t.Fatal("New without Client, Kube and Loader succeeded")
+	}
+	e := newEnv(t, envOpts{leader: true})
+	deadline := time.Now().Add(wait)
+	for !e.rec.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("HasSynced with no WasmProvider never true")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Once the first Run is past its sync, a second one must refuse at
+	// once (with a deadline, so a bug fails rather than hangs the test).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.rec.Run(ctx); err == nil {
+		t.Fatal("a second Run succeeded")
+	}
+}
