@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -78,6 +79,11 @@ type Options struct {
 	RateLimiter workqueue.TypedRateLimiter[string]
 	// Registerer receives the controller's metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// Recorder records Events on Machines (nil: none). A Machine whose
+	// cloudProvider names no provider of Providers gets a Warning Event
+	// with reason ReasonProviderNotFound at each retry (the recorder's
+	// correlator folds repeats into one Event with a count).
+	Recorder record.EventRecorder
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -96,6 +102,9 @@ type Controller struct {
 	deleteBackoff workqueue.TypedRateLimiter[string]
 	started       atomic.Bool
 	inFlight      sync.WaitGroup
+	// electing is set by RunWithLeaderElection before it starts the
+	// elector; leading while this replica leads (see IsLeader).
+	electing, leading atomic.Bool
 }
 
 // New validates opts and builds the controller's informers and queue.
@@ -200,6 +209,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("controller: Run called twice")
 	}
 	defer c.queue.ShutDown()
+	if !c.electing.Load() {
+		// Without leader election this replica is the only one: it leads
+		// for as long as it runs.
+		c.leading.Store(true)
+		defer c.leading.Store(false)
+	}
 
 	// Informers outlive ctx until the workers are done: a Delete in flight
 	// may still list PersistentVolumes.

@@ -22,6 +22,15 @@ type LeaderElection struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod as in client-go
 	// (defaults 15s, 10s, 2s).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// OnLeadershipChange, if set, is called with true when this replica
+	// starts leading and with false when it stops (the Lease lost, or
+	// released at shutdown), after IsLeader changed. Calls come one at a
+	// time, true and false alternating, starting with true; a replica
+	// that never led gets none. It must not block: it runs on the
+	// elector's path. Work that runs on every replica but acts only on
+	// the leader (a WasmProvider reconciler writing status) uses it to
+	// catch up at once.
+	OnLeadershipChange func(leading bool)
 }
 
 // ErrLeadershipLost is returned by RunWithLeaderElection when the Lease
@@ -56,6 +65,7 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	if le.RetryPeriod <= 0 {
 		le.RetryPeriod = 2 * time.Second
 	}
+	c.electing.Store(true)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
 		Client:     c.opts.Kube.CoordinationV1(),
@@ -80,6 +90,11 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 			OnStartedLeading: func(leading context.Context) {
 				close(started)
 				c.log.Info("became leader", "identity", le.Identity, "lease", le.Namespace+"/"+le.Name)
+				c.setLeading(true, le.OnLeadershipChange)
+				// leading is done as soon as the Lease is lost, or (at
+				// shutdown) just before it is released: from then on
+				// another replica may lead.
+				context.AfterFunc(leading, func() { c.setLeading(false, le.OnLeadershipChange) })
 				runCtx, cancel := context.WithCancel(ctx)
 				stop := context.AfterFunc(leading, cancel)
 				defer stop()
@@ -124,5 +139,18 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 		return nil
 	default:
 		return nil // cancelled before becoming leader
+	}
+}
+
+// IsLeader reports whether this replica leads now: under
+// RunWithLeaderElection, while it holds the Lease; under Run (no
+// election), while Run runs. It is false before either starts.
+func (c *Controller) IsLeader() bool { return c.leading.Load() }
+
+// setLeading records a leadership change and tells hook about it.
+func (c *Controller) setLeading(leading bool, hook func(bool)) {
+	c.leading.Store(leading)
+	if hook != nil {
+		hook(leading)
 	}
 }

@@ -69,6 +69,14 @@ func (c *Controller) reconcile(ctx context.Context, key string) (result, error) 
 	}
 	prov, err := c.opts.Providers.Get(string(cfg.CloudProvider))
 	if err != nil {
+		// Retried with backoff, the finalizer untouched, deleting or not:
+		// the provider may be loaded later (a module added to the
+		// directory, a WasmProvider created or fixed), and only it can
+		// say whether the instance is gone.
+		if errors.Is(err, ErrUnknownProvider) {
+			c.event(m, corev1.EventTypeWarning, ReasonProviderNotFound,
+				fmt.Sprintf("cloud provider %q is not loaded; retrying", cfg.CloudProvider))
+		}
 		return result{}, fmt.Errorf("cloud provider %q: %w", cfg.CloudProvider, err)
 	}
 	data := &cloud.MachineCreateDeleteData{Updater: c.Updater(ctx), PVLister: c.pvLister}
@@ -236,3 +244,17 @@ func retryAfter(err error) (time.Duration, bool) {
 }
 
 var errUIDChanged = errors.New("machine was replaced (UID changed)")
+
+// ReasonProviderNotFound is the reason of the Warning Event a Machine gets
+// while its cloudProvider names no loaded provider. The message names the
+// provider and nothing that changes between retries, so that the
+// recorder aggregates the repeats.
+const ReasonProviderNotFound = "ProviderNotFound"
+
+// event records an Event on m when Options.Recorder is set.
+func (c *Controller) event(m *clusterv1alpha1.Machine, eventType, reason, msg string) {
+	if c.opts.Recorder == nil {
+		return
+	}
+	c.opts.Recorder.Event(m, eventType, reason, msg)
+}

@@ -211,6 +211,10 @@ type world struct {
 	url  string
 	dir  string
 	hold *createHold
+	// dirArgs are the provider directory flags startController passes
+	// (default -providers dir); a test serving providers from
+	// WasmProviders clears them and passes its own.
+	dirArgs []string
 }
 
 func newWorld(t *testing.T) *world {
@@ -241,7 +245,8 @@ func newWorld(t *testing.T) *world {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "hetzner.yaml"), []byte("allowedHosts: [\"127.0.0.1:*\"]\nallowInsecureHTTP: true\ncallTimeout: 5m\n"))
 	writeFile(t, filepath.Join(dir, "hetzner.wasm"), hetznerWasm)
-	return &world{t: t, ns: ns, sim: sim, url: "http://" + ln.Addr().String() + "/v1", dir: dir, hold: hold}
+	return &world{t: t, ns: ns, sim: sim, url: "http://" + ln.Addr().String() + "/v1", dir: dir, hold: hold,
+		dirArgs: []string{"-providers", dir}}
 }
 
 func writeFile(t *testing.T, path string, b []byte) {
@@ -504,9 +509,9 @@ func freePort(t *testing.T) string {
 func (w *world) startController(id string, extra ...string) *proc {
 	w.t.Helper()
 	addr := freePort(w.t)
-	args := []string{"controller",
-		"-kubeconfig", ctrlKubecfg,
-		"-providers", w.dir,
+	args := append([]string{"controller",
+		"-kubeconfig", ctrlKubecfg}, w.dirArgs...)
+	args = append(args,
 		"-namespace", w.ns,
 		"-workers", "4",
 		"-poll-interval", "500ms",
@@ -517,7 +522,7 @@ func (w *world) startController(id string, extra ...string) *proc {
 		"-lease-duration", "4s", "-renew-deadline", "3s", "-retry-period", "500ms",
 		"-metrics-address", addr,
 		"-cache", wazeroCache,
-	}
+	)
 	if verbose {
 		args = append(args, "-log-level", "debug")
 	}

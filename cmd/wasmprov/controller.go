@@ -9,12 +9,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/controller"
+	"github.com/wasmprov/wasmprov/controller/wasmprovider"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
 	"github.com/wasmprov/wasmprov/runtime/registry"
@@ -28,60 +30,90 @@ import (
 )
 
 func init() {
-	register("controller", "reconcile cluster.k8s.io Machines with the providers of a directory", runController)
+	register("controller", "reconcile cluster.k8s.io Machines with the providers of a directory or of WasmProvider resources", runController)
 }
 
-func runController(ctx context.Context, args []string) error {
+// controllerFlags are the flags of `wasmprov controller`, parsed.
+type controllerFlags struct {
+	fs                                        *flag.FlagSet
+	kubeconfig, providersDir, namespace       *string
+	watch, leaderElect                        *bool
+	workers                                   *int
+	resync, poll, maxDeletePoll               *time.Duration
+	metricsInterval, shutdown                 *time.Duration
+	leNamespace, leName, leID                 *string
+	leaseDuration, renewDeadline, retryPeriod *time.Duration
+	metricsAddr, cacheDir, logLevel           *string
+	qps                                       *float64
+	burst                                     *int
+	images                                    *imageFlags
+	wasmProviders                             *wasmProviderFlags
+	level                                     slog.Level
+}
+
+// parseControllerFlags parses and checks the command line; it connects
+// to nothing.
+func parseControllerFlags(args []string) (*controllerFlags, error) {
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else in-cluster config)")
-	providersDir := fs.String("providers", "", "directory of provider modules NAME.wasm (+ optional NAME.yaml policy) or image entries NAME.provider.yaml; required")
-	watch := fs.Bool("watch", true, "hot-reload providers when files in -providers change")
-	namespace := fs.String("namespace", "", "only reconcile Machines in this namespace (default: all)")
-	workers := fs.Int("workers", 5, "number of Machines reconciled concurrently")
-	resync := fs.Duration("resync", 10*time.Minute, "period at which every Machine is reconciled again")
-	poll := fs.Duration("poll-interval", 5*time.Second, "how soon a Machine whose instance is being created or deleted is looked at again")
-	maxDeletePoll := fs.Duration("max-delete-poll-interval", 5*time.Minute, "cap of the backoff between calls of a provider's Delete while it reports the deletion in progress")
-	metricsInterval := fs.Duration("metrics-interval", 10*time.Minute, "how often providers are given their Machines (SetMetricsForMachines) for the metrics they export; negative disables")
-	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long reconciles in flight may finish after SIGTERM before their provider calls are cancelled")
-	leaderElect := fs.Bool("leader-elect", true, "run only while holding the leader Lease (for several replicas)")
-	leNamespace := fs.String("leader-election-namespace", "kube-system", "namespace of the leader Lease")
-	leName := fs.String("leader-election-name", "wasmprov-controller", "name of the leader Lease")
-	leID := fs.String("leader-election-id", "", "identity of this replica in the Lease (default: hostname_uuid)")
-	leaseDuration := fs.Duration("lease-duration", 15*time.Second, "leader Lease duration")
-	renewDeadline := fs.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before giving up")
-	retryPeriod := fs.Duration("retry-period", 2*time.Second, "interval between leader election attempts")
-	metricsAddr := fs.String("metrics-address", "127.0.0.1:8085", "address serving /metrics and /healthz ('' disables)")
-	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables)")
-	qps := fs.Float64("kube-api-qps", 20, "client QPS towards the API server")
-	burst := fs.Int("kube-api-burst", 40, "client burst towards the API server")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	images := addImageFlags(fs)
+	f := &controllerFlags{fs: fs}
+	f.kubeconfig = fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else in-cluster config)")
+	f.providersDir = fs.String("providers", "", "directory of provider modules NAME.wasm (+ optional NAME.yaml policy) or image entries NAME.provider.yaml; required unless -wasmproviders")
+	f.watch = fs.Bool("watch", true, "hot-reload providers when files in -providers change")
+	f.namespace = fs.String("namespace", "", "only reconcile Machines in this namespace (default: all)")
+	f.workers = fs.Int("workers", 5, "number of Machines reconciled concurrently")
+	f.resync = fs.Duration("resync", 10*time.Minute, "period at which every Machine is reconciled again")
+	f.poll = fs.Duration("poll-interval", 5*time.Second, "how soon a Machine whose instance is being created or deleted is looked at again")
+	f.maxDeletePoll = fs.Duration("max-delete-poll-interval", 5*time.Minute, "cap of the backoff between calls of a provider's Delete while it reports the deletion in progress")
+	f.metricsInterval = fs.Duration("metrics-interval", 10*time.Minute, "how often providers are given their Machines (SetMetricsForMachines) for the metrics they export; negative disables")
+	f.shutdown = fs.Duration("shutdown-timeout", 30*time.Second, "how long reconciles in flight may finish after SIGTERM before their provider calls are cancelled")
+	f.leaderElect = fs.Bool("leader-elect", true, "run only while holding the leader Lease (for several replicas)")
+	f.leNamespace = fs.String("leader-election-namespace", "kube-system", "namespace of the leader Lease")
+	f.leName = fs.String("leader-election-name", "wasmprov-controller", "name of the leader Lease")
+	f.leID = fs.String("leader-election-id", "", "identity of this replica in the Lease (default: hostname_uuid)")
+	f.leaseDuration = fs.Duration("lease-duration", 15*time.Second, "leader Lease duration")
+	f.renewDeadline = fs.Duration("renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before giving up")
+	f.retryPeriod = fs.Duration("retry-period", 2*time.Second, "interval between leader election attempts")
+	f.metricsAddr = fs.String("metrics-address", "127.0.0.1:8085", "address serving /metrics, /healthz and /readyz ('' disables)")
+	f.cacheDir = fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables)")
+	f.qps = fs.Float64("kube-api-qps", 20, "client QPS towards the API server")
+	f.burst = fs.Int("kube-api-burst", 40, "client burst towards the API server")
+	f.logLevel = fs.String("log-level", "info", "debug, info, warn or error")
+	f.images = addImageFlags(fs)
+	f.wasmProviders = addWasmProviderFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: wasmprov controller -providers DIR [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: wasmprov controller [-providers DIR] [-wasmproviders] [flags]\n\n"+
 			"Reconciles cluster.k8s.io/v1alpha1 Machines like machine-controller, with the provider\n"+
-			"named by providerSpec.value.cloudProvider loaded from DIR/NAME.wasm.\n\n")
+			"named by providerSpec.value.cloudProvider loaded from DIR/NAME.wasm or, with\n"+
+			"-wasmproviders, from the wasmprov.io/v1alpha1 WasmProvider of that spec.cloudProvider.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *providersDir == "" {
-		return errors.New("-providers DIR is required")
+	if err := f.wasmProviders.validate(*f.providersDir); err != nil {
+		return nil, err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("-log-level: %w", err)
+	if err := f.level.UnmarshalText([]byte(*f.logLevel)); err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return f, nil
+}
 
-	cfg, err := kubeConfig(*kubeconfig)
+func runController(ctx context.Context, args []string) error {
+	f, err := parseControllerFlags(args)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = float32(*qps), *burst
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: f.level}))
+
+	cfg, err := kubeConfig(*f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = float32(*f.qps), *f.burst
 	cfg.UserAgent = "wasmprov-controller"
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -98,8 +130,8 @@ func runController(ctx context.Context, args []string) error {
 	calls := metrics.New() // provider calls, errors by class, pools, reloads
 	rtOpts := []runtime.Option{engineOption(), runtime.WithLogger(logger), runtime.WithKubernetesClient(kube),
 		runtime.WithCallObserver(calls.ObserveCall)}
-	if *cacheDir != "" {
-		rtOpts = append(rtOpts, runtime.WithCompilationCacheDir(*cacheDir))
+	if *f.cacheDir != "" {
+		rtOpts = append(rtOpts, runtime.WithCompilationCacheDir(*f.cacheDir))
 	}
 	rt, err := runtime.New(rtOpts...)
 	if err != nil {
@@ -107,15 +139,24 @@ func runController(ctx context.Context, args []string) error {
 	}
 	defer rt.Close(bg)
 	promReg, regEvents := controllerMetrics(calls, logger)
-	// Serve /metrics and /healthz first: compiling large modules takes a while.
-	if *metricsAddr != "" {
-		stop, err := serveMetrics(*metricsAddr, promReg, logger)
+	// Serve /metrics and /healthz first: compiling large modules takes a
+	// while. /readyz waits for what ready is set to.
+	var ready readiness
+	if *f.metricsAddr != "" {
+		stop, err := serveMetrics(*f.metricsAddr, promReg, &ready, logger)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	imageOpts, err := images.registryOptions(logger, *providersDir)
+	// One client factory and one store for image entries and
+	// WasmProviders; the registry's verifier checks the verify blocks of
+	// both.
+	clients, err := newOCIClients(f.images, logger)
+	if err != nil {
+		return err
+	}
+	imageOpts, err := clients.registryOptions(f.images, *f.providersDir, logger)
 	if err != nil {
 		return err
 	}
@@ -124,32 +165,96 @@ func runController(ctx context.Context, args []string) error {
 	})}, imageOpts...)...)
 	calls.SetRegistry(reg)
 	defer reg.Close(bg)
-	if err := reg.LoadDir(ctx, *providersDir); err != nil {
-		// One bad module does not stop the others; the watch retries it.
-		logger.Error("loading providers", "dir", *providersDir, "err", err)
-	}
-	logger.Info("providers loaded", "dir", *providersDir, "names", reg.Names())
-	if *watch {
-		if err := reg.Watch(bg); err != nil {
-			return err
+	if *f.providersDir != "" {
+		if err := reg.LoadDir(ctx, *f.providersDir); err != nil {
+			// One bad module does not stop the others; the watch retries it.
+			logger.Error("loading providers", "dir", *f.providersDir, "err", err)
+		}
+		logger.Info("providers loaded", "dir", *f.providersDir, "names", reg.Names())
+		if *f.watch {
+			if err := reg.Watch(bg); err != nil {
+				return err
+			}
 		}
 	}
+	recorder, stopEvents, err := eventRecorder(bg, kube)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
 	c, err := controller.New(controller.Options{
-		Machines: machines, Kube: kube, Providers: registrySource(reg), Namespace: *namespace,
-		Workers: *workers, ResyncPeriod: *resync, PollInterval: *poll, MaxDeletePollInterval: *maxDeletePoll,
-		MetricsInterval: *metricsInterval, ShutdownTimeout: *shutdown,
-		Registerer: promReg, Logger: logger,
+		Machines: machines, Kube: kube, Providers: registrySource(reg), Namespace: *f.namespace,
+		Workers: *f.workers, ResyncPeriod: *f.resync, PollInterval: *f.poll, MaxDeletePollInterval: *f.maxDeletePoll,
+		MetricsInterval: *f.metricsInterval, ShutdownTimeout: *f.shutdown,
+		Registerer: promReg, Recorder: recorder, Logger: logger,
 	})
 	if err != nil {
 		return err
 	}
-	if !*leaderElect {
-		return c.Run(ctx)
+	le := controller.LeaderElection{
+		Namespace: *f.leNamespace, Name: *f.leName, Identity: *f.leID,
+		LeaseDuration: *f.leaseDuration, RenewDeadline: *f.renewDeadline, RetryPeriod: *f.retryPeriod,
 	}
-	return c.RunWithLeaderElection(ctx, controller.LeaderElection{
-		Namespace: *leNamespace, Name: *leName, Identity: *leID,
-		LeaseDuration: *leaseDuration, RenewDeadline: *renewDeadline, RetryPeriod: *retryPeriod,
-	})
+
+	runCtx := ctx
+	if f.wasmProviders.enabled {
+		wpClient, err := wasmprovider.NewRESTClient(cfg)
+		if err != nil {
+			return err
+		}
+		opts := wasmprovider.Options{Client: wpClient, Kube: kube, Loader: reg, Recorder: recorder,
+			Registerer: promReg, Logger: logger.With("component", "wasmprovider")}
+		if *f.leaderElect {
+			// Every replica loads WasmProviders (a standby is warm when
+			// it takes over); only the leader writes their status.
+			opts.IsLeader = c.IsLeader
+		}
+		r, err := wasmProviderReconciler(opts, clients, f.images.oci.maxBlob, f.wasmProviders.poll)
+		if err != nil {
+			return err
+		}
+		le.OnLeadershipChange = func(bool) { r.LeadershipChanged() }
+		ready.set(r.HasSynced)
+		// The reconciler starts before the Machine controller (and before
+		// leader election) and stops after it: Machines find their
+		// providers loaded, and no Machine reconcile runs on a registry
+		// the reconciler has stopped maintaining. A reconciler that fails
+		// stops the controller: the process must not serve Machines with
+		// providers nobody keeps in line with their WasmProviders.
+		var cancelRun context.CancelCauseFunc
+		runCtx, cancelRun = context.WithCancelCause(ctx)
+		recCtx, stopRec := context.WithCancel(bg)
+		recDone := make(chan struct{})
+		go func() {
+			defer close(recDone)
+			if err := r.Run(recCtx); err != nil && recCtx.Err() == nil {
+				cancelRun(fmt.Errorf("wasmprovider reconciler: %w", err))
+			}
+		}()
+		defer func() { stopRec(); <-recDone }()
+		defer cancelRun(nil)
+	}
+
+	if !*f.leaderElect {
+		err = c.Run(runCtx)
+	} else {
+		err = c.RunWithLeaderElection(runCtx, le)
+	}
+	if err == nil && ctx.Err() == nil {
+		err = context.Cause(runCtx) // the reconciler failed
+	}
+	return err
+}
+
+// readiness is what /readyz reports: ready until set, then what the
+// function set says.
+type readiness struct{ fn atomic.Pointer[func() bool] }
+
+func (r *readiness) set(fn func() bool) { r.fn.Store(&fn) }
+
+func (r *readiness) ready() bool {
+	fn := r.fn.Load()
+	return fn == nil || (*fn)()
 }
 
 // controllerMetrics is the controller's Prometheus registry: Go and
@@ -222,19 +327,12 @@ func kubeConfig(path string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", path)
 }
 
-func serveMetrics(addr string, g prometheus.Gatherer, logger *slog.Logger) (func(), error) {
+func serveMetrics(addr string, g prometheus.Gatherer, ready *readiness, logger *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-metrics-address: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		// A standby replica is ready too: it is waiting for the Lease.
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: metricsMux(g, ready), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("metrics server", "err", err)
@@ -242,4 +340,23 @@ func serveMetrics(addr string, g prometheus.Gatherer, logger *slog.Logger) (func
 	}()
 	logger.Info("serving metrics", "address", "http://"+ln.Addr().String()+"/metrics")
 	return func() { _ = srv.Close() }, nil
+}
+
+// metricsMux serves /metrics, /healthz and /readyz.
+func metricsMux(g prometheus.Gatherer, ready *readiness) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		// A standby replica is ready too: it is waiting for the Lease.
+		// With -wasmproviders, once every WasmProvider seen at start was
+		// reconciled (loaded, or refused), so that a rollout waits for
+		// the new replicas to be warm.
+		if !ready.ready() {
+			http.Error(w, "WasmProviders not reconciled yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
 }

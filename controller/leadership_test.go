@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wasmprov/wasmprov/cloud"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// leadReplica is one controller competing for a Lease, with what its
+// OnLeadershipChange saw.
+type leadReplica struct {
+	c      *Controller
+	cancel context.CancelFunc
+	done   chan error
+	mu     sync.Mutex
+	calls  []bool
+	// mismatch: IsLeader disagreed with the value a call carried.
+	mismatch bool
+}
+
+func (r *leadReplica) seen() []bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+func startLeadReplica(t *testing.T, kube kubernetes.Interface, le LeaderElection, id string) *leadReplica {
+	t.Helper()
+	c, err := New(Options{Machines: newFakeMachines(), Kube: kube, Logger: quietLogger(),
+		Providers: NewMapSource(map[string]cloud.ContextProvider{"mem": newMemCloud()}), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IsLeader() {
+		t.Fatal("IsLeader before RunWithLeaderElection")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &leadReplica{c: c, cancel: cancel, done: make(chan error, 1)}
+	le.Identity = id
+	le.OnLeadershipChange = func(leading bool) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.calls = append(r.calls, leading)
+		if c.IsLeader() != leading {
+			r.mismatch = true
+		}
+	}
+	go func() { r.done <- c.RunWithLeaderElection(ctx, le) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s did not stop", id)
+		}
+	})
+	return r
+}
+
+func leaseHolder(kube kubernetes.Interface, name string) string {
+	l, err := kube.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// OnLeadershipChange and IsLeader follow the Lease: the leader is told
+// true, a standby nothing; a graceful stop tells the leader false and the
+// next one true.
+func TestLeadershipChangeHandover(t *testing.T) {
+	kube := fake.NewClientset()
+	le := LeaderElection{Namespace: "kube-system", Name: "obs", LeaseDuration: 2 * time.Second,
+		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
+	a := startLeadReplica(t, kube, le, "a")
+	eventually(t, "a leads", func() bool { return leaseHolder(kube, "obs") == "a" && a.c.IsLeader() })
+	b := startLeadReplica(t, kube, le, "b")
+	time.Sleep(500 * time.Millisecond) // b tries a few times (RetryPeriod 100ms)
+	if b.c.IsLeader() || len(b.seen()) != 0 {
+		t.Fatalf("standby b: IsLeader %v, calls %v", b.c.IsLeader(), b.seen())
+	}
+	if got := a.seen(); !slices.Equal(got, []bool{true}) {
+		t.Fatalf("leader a calls %v, want [true]", got)
+	}
+
+	a.cancel()
+	if err := <-a.done; err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	a.done <- nil // for the cleanup
+	if a.c.IsLeader() {
+		t.Fatal("a still IsLeader after it stopped")
+	}
+	if got := a.seen(); !slices.Equal(got, []bool{true, false}) {
+		t.Fatalf("a calls %v, want [true false]", got)
+	}
+	eventually(t, "b leads", func() bool { return b.c.IsLeader() && leaseHolder(kube, "obs") == "b" })
+	if got := b.seen(); !slices.Equal(got, []bool{true}) {
+		t.Fatalf("b calls %v, want [true]", got)
+	}
+	if a.mismatch || b.mismatch {
+		t.Fatal("IsLeader disagreed with the value OnLeadershipChange was given")
+	}
+}
+
+// A leader that cannot renew its Lease (every update refused, as when the
+// API server is unreachable) is told false before RunWithLeaderElection
+// returns ErrLeadershipLost.
+func TestLeadershipLost(t *testing.T) {
+	kube := fake.NewClientset()
+	// Reactors may not be added while the clientset is in use: this one
+	// is there from the start and refuses updates once unreachable is set.
+	var unreachable atomic.Bool
+	kube.PrependReactor("update", "leases", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		if unreachable.Load() {
+			return true, nil, errors.New("API server unreachable")
+		}
+		return false, nil, nil
+	})
+	le := LeaderElection{Namespace: "kube-system", Name: "lost", LeaseDuration: 2 * time.Second,
+		RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
+	a := startLeadReplica(t, kube, le, "a")
+	eventually(t, "a leads", func() bool { return a.c.IsLeader() })
+	unreachable.Store(true)
+	select {
+	case err := <-a.done:
+		a.done <- err
+		if !errors.Is(err, ErrLeadershipLost) {
+			t.Fatalf("RunWithLeaderElection = %v, want ErrLeadershipLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader did not notice it lost the Lease")
+	}
+	if a.c.IsLeader() {
+		t.Fatal("IsLeader after the Lease was lost")
+	}
+	if got := a.seen(); !slices.Equal(got, []bool{true, false}) || a.mismatch {
+		t.Fatalf("calls %v (mismatch %v), want [true false]", got, a.mismatch)
+	}
+}
+
+// Without leader election, IsLeader is true while Run runs.
+func TestIsLeaderWithoutElection(t *testing.T) {
+	h := newHarness(t, nil)
+	if h.ctrl.IsLeader() {
+		t.Fatal("IsLeader before Run")
+	}
+	h.start()
+	eventually(t, "IsLeader while running", h.ctrl.IsLeader)
+	eventually(t, "workers started", func() bool { return testutil.ToFloat64(h.ctrl.metrics.workers) > 0 })
+	h.stop()
+	if h.ctrl.IsLeader() {
+		t.Fatal("IsLeader after Run returned")
+	}
+}
