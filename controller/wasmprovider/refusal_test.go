@@ -1,0 +1,66 @@
+package wasmprovider_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A module whose metadata needs a newer host is refused before it is
+// compiled, with reason Incompatible and the version it asks for.
+func TestIncompatibleModule(t *testing.T) {
+	wasm, err := metadata.Write(version(t, "inc"), &metadata.Metadata{Name: "fake", MinHostVersion: "99.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOpts{leader: true})
+	e.configMap(t, "kube-system", "modules", "fake.wasm", wasm)
+	e.wps.create(cmWP("fake", "fake", "fake.wasm", sum(wasm)), time.Now())
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionTrue, wasmprovv1alpha1.ReasonPulled),
+			cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse, wasmprovv1alpha1.ReasonIncompatible))
+	})
+	if m := condMessage(wp, wasmprovv1alpha1.ConditionReady); !strings.Contains(m, "99.0.0") {
+		t.Fatalf("Ready message %q does not name the host version the module needs", m)
+	}
+	if got := e.registryServes("fake"); got != "" {
+		t.Fatalf("registry serves %q for an incompatible module", got)
+	}
+}
+
+// A module that traps in every call loads but fails the smoke call: reason
+// SmokeTestFailed, and a version serving before keeps serving.
+func TestSmokeTestFailed(t *testing.T) {
+	trap, err := os.ReadFile(filepath.Join(testguest.Root(), "runtime", "testdata", "abi", "trap_all.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := version(t, "good")
+	e := newEnv(t, envOpts{leader: true})
+	e.configMap(t, "kube-system", "modules", "good.wasm", good)
+	e.configMap(t, "kube-system", "traps", "trap.wasm", trap)
+	e.wps.create(cmWP("fake", "fake", "good.wasm", sum(good)), time.Now())
+	e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return serving(wp, "sha256:"+sum(good))
+	})
+	e.wps.updateSpec(t, "fake", func(s *wasmprovv1alpha1.WasmProviderSpec) {
+		s.Source.ConfigMap.Name, s.Source.ConfigMap.Key, s.Source.ConfigMap.SHA256 = "traps", "trap.wasm", sum(trap)
+	})
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionTrue, wasmprovv1alpha1.ReasonServing),
+			cond(wp, wasmprovv1alpha1.ConditionDegraded, metav1.ConditionTrue, wasmprovv1alpha1.ReasonPreviousServing))
+	})
+	if rej := wp.Status.LastRejected; rej == nil || rej.Reason != wasmprovv1alpha1.ReasonSmokeTestFailed || rej.Digest != "sha256:"+sum(trap) {
+		t.Fatalf("lastRejected = %+v, want SmokeTestFailed for the trapping module", rej)
+	}
+	if got := e.registryServes("fake"); got != sum(good) && got != "sha256:"+sum(good) {
+		t.Fatalf("registry serves %q, want the good version", got)
+	}
+}
