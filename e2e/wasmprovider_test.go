@@ -413,7 +413,7 @@ func TestWasmProviderNameFromDirectory(t *testing.T) {
 		return current(wp) && condIs(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse), wpState(wp)
 	})
 	ready := meta.FindStatusCondition(wp.Status.Conditions, wasmprovv1alpha1.ConditionReady)
-	if !strings.Contains(ready.Message, registry.ErrDuplicateProvider.Error()) || serving(wp) != "" {
+	if ready.Reason != wasmprovv1alpha1.ReasonConflict || !strings.Contains(ready.Message, registry.ErrDuplicateProvider.Error()) || serving(wp) != "" {
 		t.Fatalf("refused WasmProvider: %s; want Ready=False naming %q, nothing serving", wpState(wp), registry.ErrDuplicateProvider)
 	}
 	t.Logf("refused: %s", wpState(wp))

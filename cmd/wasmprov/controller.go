@@ -156,7 +156,7 @@ func runController(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	imageOpts, err := clients.registryOptions(f.images, *f.providersDir, logger)
+	imageOpts, err := clients.registryOptions(f.images, logger)
 	if err != nil {
 		return err
 	}

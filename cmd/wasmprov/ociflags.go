@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/wasmprov/wasmprov/runtime/oci"
@@ -32,45 +34,50 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 	return f
 }
 
-// registryOptions returns the registry options that let image entries
-// load, and verify: an entry's verify block is a signature policy
-// (runtime/signature; relative key and trusted-root files are relative to
-// dir, the provider directory) checked against the artifact's manifest
-// digest before the module may load. A store that cannot be opened is logged and image entries then
-// pull without one (a digest is fetched again, and cannot load offline):
-// a directory of files alone must not fail for it.
-func (f *imageFlags) registryOptions(logger *slog.Logger, dir string) ([]registry.Option, error) {
-	o := f.oci
-	opts, err := o.options(logger, f.pullTimeout)
-	if err != nil {
-		return nil, err
-	}
-	if o.store != "" {
-		if opts.Store, err = oci.OpenStore(o.store, o.storeBytes); err != nil {
-			logger.Error("cannot open the OCI store; image entries are pulled without it", "store", o.store, "error", err)
+// signatureVerifier checks an image's artifact against the signature
+// policy of its verify block, fetching signatures with the client the
+// artifact was pulled with (a WasmProvider's pull Secret; c otherwise).
+// Key and trusted-root files of an image entry are relative to its
+// directory. A verify block from code — a WasmProvider — must carry its
+// keys inline: whoever writes one must not make the controller read its
+// own files.
+func signatureVerifier(c *oci.Client, logger *slog.Logger) registry.Verifier {
+	return func(ctx context.Context, req registry.VerifyRequest) error {
+		dir := ""
+		if req.Entry != "" {
+			dir = filepath.Dir(req.Entry)
 		}
-	}
-	c, err := oci.New(opts)
-	if err != nil {
-		return nil, err
-	}
-	return []registry.Option{registry.WithOCIClient(c), registry.WithImagePollInterval(f.poll),
-		registry.WithImagePullTimeout(f.pullTimeout), registry.WithVerifier(signatureVerifier(c, dir, logger))}, nil
-}
-
-// signatureVerifier checks an image entry's artifact against the
-// signature policy of its verify block.
-func signatureVerifier(c *oci.Client, dir string, logger *slog.Logger) registry.Verifier {
-	return func(ctx context.Context, name, ref, dgst string, doc json.RawMessage) error {
-		p, err := signature.ParsePolicy(doc, dir)
+		p, err := signature.ParsePolicy(req.Verify, dir)
 		if err != nil {
-			return fmt.Errorf("provider %s: verify: %w", name, err)
+			return fmt.Errorf("provider %s: verify: %w", req.Provider, err)
 		}
-		res, err := signature.Verify(ctx, c, repoOf(ref)+"@"+dgst, p)
+		if req.Entry == "" {
+			if err := inlineOnly(p); err != nil {
+				return fmt.Errorf("provider %s: verify: %w", req.Provider, err)
+			}
+		}
+		client := req.Client
+		if client == nil {
+			client = c
+		}
+		res, err := signature.Verify(ctx, client, repoOf(req.Ref)+"@"+req.Digest, p)
 		if err != nil {
 			return err
 		}
-		logger.Info("signature verified", "provider", name, "digest", dgst, "result", fmt.Sprint(res))
+		logger.Info("signature verified", "provider", req.Provider, "digest", req.Digest, "result", fmt.Sprint(res))
 		return nil
 	}
+}
+
+// inlineOnly refuses a signature policy that names files.
+func inlineOnly(p *signature.Policy) error {
+	if p.TrustedRoot != "" {
+		return errors.New("trustedRoot names a file; a verify block given by a resource takes no file names")
+	}
+	for _, r := range append(slices.Clone(p.AnyOf), p.AllOf...) {
+		if r.PublicKeyFile != "" {
+			return errors.New("publicKeyFile names a file; a verify block given by a resource takes its keys inline (publicKey)")
+		}
+	}
+	return nil
 }

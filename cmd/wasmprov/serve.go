@@ -78,7 +78,12 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	imageOpts, err := images.registryOptions(logger, *dir)
+	clients, err := newOCIClients(images, logger)
+	if err != nil {
+		_ = rt.Close(ctx)
+		return err
+	}
+	imageOpts, err := clients.registryOptions(images, logger)
 	if err != nil {
 		_ = rt.Close(ctx)
 		return err

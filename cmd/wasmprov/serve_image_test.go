@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/internal/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/oci"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 	"github.com/wasmprov/wasmprov/runtime/signature"
 )
 
@@ -128,5 +132,40 @@ func TestServeImageEntry(t *testing.T) {
 	}
 	if s := byName["typo"]; s["serving"] != false || !strings.Contains(fmt.Sprint(s["lastError"]), "signature policy") {
 		t.Fatalf("typo status = %v", s)
+	}
+}
+
+// A verify block given by code (a WasmProvider) names no files: the
+// controller reads none of its own files for whoever wrote the resource.
+// An image entry's file names stay relative to its directory.
+func TestSignatureVerifierRefusesFileNamesFromCode(t *testing.T) {
+	dir := t.TempDir()
+	_, public, err := signature.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "signer.pub"), public, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := oci.New(oci.Options{PlainHTTP: true, DockerConfig: filepath.Join(dir, "none.json"), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := signatureVerifier(c, slog.New(slog.DiscardHandler))
+	for _, doc := range []string{
+		`{"anyOf":[{"publicKeyFile":"` + filepath.Join(dir, "signer.pub") + `"}]}`,
+		`{"allOf":[{"publicKey":` + strconv.Quote(string(public)) + `},{"publicKeyFile":"` + filepath.Join(dir, "signer.pub") + `"}]}`,
+	} {
+		err := verify(context.Background(), registry.VerifyRequest{Provider: "p", Ref: "127.0.0.1:1/p:v1", Digest: "sha256:" + strings.Repeat("0", 64), Verify: json.RawMessage(doc)})
+		if err == nil || !strings.Contains(err.Error(), "takes its keys inline") {
+			t.Errorf("verify block %s from code: err = %v, want a refusal of the file name", doc, err)
+		}
+	}
+	// From an entry in dir the same relative name is read (the check then
+	// fails only for want of a registry to fetch signatures from).
+	err = verify(context.Background(), registry.VerifyRequest{Provider: "p", Ref: "127.0.0.1:1/p:v1", Digest: "sha256:" + strings.Repeat("0", 64),
+		Verify: json.RawMessage(`{"anyOf":[{"publicKeyFile":"signer.pub"}]}`), Entry: filepath.Join(dir, "p.provider.yaml")})
+	if err == nil || strings.Contains(err.Error(), "inline") || strings.Contains(err.Error(), "signer.pub") {
+		t.Errorf("entry with a relative key file: err = %v, want the key read and the signature fetch to fail", err)
 	}
 }

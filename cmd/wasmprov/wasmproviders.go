@@ -167,19 +167,19 @@ func (c *ociClients) New(dockerConfig []byte) (*oci.Client, error) {
 	return cl, nil
 }
 
-// registryOptions are the registry options of `wasmprov controller`: as
-// imageFlags.registryOptions gives `serve`, but with the client of the
-// controller's own credentials from c, so that image entries and
-// WasmProviders share one Store value — its pins (what serves, what may
-// be rolled back to) live in that value, and a GC run by one client must
-// see the pins of all.
-func (c *ociClients) registryOptions(f *imageFlags, dir string, logger *slog.Logger) ([]registry.Option, error) {
+// registryOptions are the registry options that let image entries (and,
+// in `wasmprov controller`, WasmProviders) load and verify: the client of
+// the controller's own credentials from c, so that every client shares one
+// Store value — its pins (what serves, what may be rolled back to) live in
+// that value, and a GC run by one client must see the pins of all — and
+// the signature verifier of verify blocks.
+func (c *ociClients) registryOptions(f *imageFlags, logger *slog.Logger) ([]registry.Option, error) {
 	own, err := c.New(nil)
 	if err != nil {
 		return nil, err
 	}
 	return []registry.Option{registry.WithOCIClient(own), registry.WithImagePollInterval(f.poll),
-		registry.WithImagePullTimeout(f.pullTimeout), registry.WithVerifier(signatureVerifier(own, dir, logger))}, nil
+		registry.WithImagePullTimeout(f.pullTimeout), registry.WithVerifier(signatureVerifier(own, logger))}, nil
 }
 
 // wasmProviderReconciler builds the WasmProvider reconciler of `wasmprov

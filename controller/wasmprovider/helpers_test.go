@@ -256,7 +256,8 @@ const refuseVerify = "refuse"
 
 // testVerifier accepts a verify block unless it holds refuseVerify: the
 // registry's Verifier hook, standing in for runtime/signature.
-func testVerifier(_ context.Context, _, ref, dgst string, doc json.RawMessage) error {
+func testVerifier(_ context.Context, req registry.VerifyRequest) error {
+	ref, dgst, doc := req.Ref, req.Digest, req.Verify
 	if strings.Contains(string(doc), refuseVerify) {
 		return fmt.Errorf("%s@%s: no signature satisfies the policy", ref, dgst)
 	}

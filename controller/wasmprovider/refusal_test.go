@@ -1,6 +1,7 @@
 package wasmprovider_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
+	"github.com/wasmprov/wasmprov/runtime/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -63,4 +65,33 @@ func TestSmokeTestFailed(t *testing.T) {
 	if got := e.registryServes("fake"); got != sum(good) && got != "sha256:"+sum(good) {
 		t.Fatalf("registry serves %q, want the good version", got)
 	}
+}
+
+// A WasmProvider claiming a name the registry serves from a directory
+// loses the claim: reason Conflict, and the directory's module keeps
+// serving.
+func TestNameServedFromDirectory(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true})
+	dir := t.TempDir()
+	fromDir := version(t, "dir")
+	if err := os.WriteFile(filepath.Join(dir, "fake.wasm"), fromDir, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.precompile(t, fromDir)
+	if err := e.reg.LoadDir(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	other := version(t, "cm")
+	e.configMap(t, "kube-system", "modules", "fake.wasm", other)
+	e.wps.create(cmWP("fake", "fake", "fake.wasm", sum(other)), time.Now())
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse, wasmprovv1alpha1.ReasonConflict)
+	})
+	if m := condMessage(wp, wasmprovv1alpha1.ConditionReady); !strings.Contains(m, registry.ErrDuplicateProvider.Error()) {
+		t.Fatalf("Ready message %q does not say the name is taken", m)
+	}
+	if got := e.registryServes("fake"); got != "sha256:"+sum(fromDir) {
+		t.Fatalf("registry serves %q, want the directory's module", got)
+	}
+	e.waitEvent(t, "fake", "Warning Conflict:")
 }

@@ -64,6 +64,11 @@ func classify(err error) refused {
 	switch {
 	case errors.As(err, &re):
 		out.stage, out.reason = re.stage, re.reason
+	case errors.Is(err, registry.ErrDuplicateProvider):
+		// The name is served from elsewhere (the controller's provider
+		// directory, or code): a claim lost, like one to another
+		// WasmProvider.
+		out.reason = wasmprovv1alpha1.ReasonConflict
 	case errors.As(err, &ve):
 		out.stage, out.digest, out.sha = ve.Stage, ve.Digest, ve.ModuleSHA256
 		if ve.Digest == "" && ve.ModuleSHA256 != "" {
@@ -88,8 +93,8 @@ func classify(err error) refused {
 		out.reason = wasmprovv1alpha1.ReasonLoadFailed
 	}
 	switch {
-	case out.reason == wasmprovv1alpha1.ReasonInvalidSpec:
-		out.eventReason = wasmprovv1alpha1.ReasonInvalidSpec
+	case out.reason == wasmprovv1alpha1.ReasonInvalidSpec, out.reason == wasmprovv1alpha1.ReasonConflict:
+		out.eventReason = out.reason
 	case out.stage == registry.StagePull:
 		out.eventReason = wasmprovv1alpha1.ReasonPullFailed
 	case out.stage == registry.StageVerify:

@@ -57,12 +57,25 @@ var (
 	ErrInvalidImage = errors.New("invalid image")
 )
 
-// Verifier checks the artifact an image entry resolved to before it may
-// load: name is the provider, ref the entry's image as written, digest the
-// manifest digest it resolved to ("sha256:…"), verifyDoc the entry's
-// verify block as JSON. An error refuses the version; the previous one
-// keeps serving.
-type Verifier func(ctx context.Context, name, ref, digest string, verifyDoc json.RawMessage) error
+// Verifier checks the artifact an image resolved to before it may load.
+// An error refuses the version; the previous one keeps serving.
+type Verifier func(ctx context.Context, req VerifyRequest) error
+
+// VerifyRequest is what a Verifier checks.
+type VerifyRequest struct {
+	// Provider is the provider name, Ref the image as written, Digest the
+	// manifest digest it resolved to ("sha256:…").
+	Provider, Ref, Digest string
+	// Verify is the verify block (the signature policy) as JSON.
+	Verify json.RawMessage
+	// Client is the OCI client the artifact was pulled with: signatures
+	// are fetched with the same credentials.
+	Client *oci.Client
+	// Entry is the path of the image entry file the image comes from; ""
+	// for an Image registered by code (RegisterImage), which has no
+	// directory that relative file names in Verify could refer to.
+	Entry string
+}
 
 // imageEntry is the content of a "<name>.provider.yaml".
 type imageEntry struct {
@@ -195,7 +208,7 @@ func verifiedKey(pinned orasreg.Reference, verify []byte) string {
 // if asked (an artifact verified before under the same block is not
 // verified again), and returns the module and policy for the same prepare
 // and swap as a file. Its refusals are *VersionError.
-func (r *Registry) pullImage(ctx context.Context, e *entry, img Image) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
+func (r *Registry) pullImage(ctx context.Context, e *entry, img Image, entryPath string) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
 	verr := &VersionError{Provider: e.name, Ref: img.Ref}
 	fail := func(stage Stage, err error) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
 		verr.Stage, verr.Err = stage, err
@@ -247,7 +260,7 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image) ([]byte, 
 		vkey := verifiedKey(pinned, img.Verify)
 		i := slices.IndexFunc(e.img.verified, func(v verifiedArtifact) bool { return v.key == vkey })
 		if i < 0 {
-			if err := r.cfg.verifier(ctx, e.name, img.Ref, d.String(), img.Verify); err != nil {
+			if err := r.cfg.verifier(ctx, VerifyRequest{Provider: e.name, Ref: img.Ref, Digest: d.String(), Verify: img.Verify, Client: c, Entry: entryPath}); err != nil {
 				return fail(StageVerify, fmt.Errorf("%s: %w: %w", pinned.String(), ErrVerification, err))
 			}
 		} else {

@@ -454,7 +454,8 @@ func TestImageVerifier(t *testing.T) {
 		calls  []call
 		refuse atomic.Bool
 	)
-	verifier := func(_ context.Context, name, ref, digest string, doc json.RawMessage) error {
+	verifier := func(_ context.Context, req registry.VerifyRequest) error {
+		name, ref, digest, doc := req.Provider, req.Ref, req.Digest, req.Verify
 		mu.Lock()
 		calls = append(calls, call{name, ref, digest, string(doc)})
 		mu.Unlock()

@@ -146,7 +146,8 @@ func TestRegisterImageRefusals(t *testing.T) {
 	missing := "sha256:" + strings.Repeat("ab", 32)
 
 	var verified atomic.Int64
-	verifier := func(_ context.Context, _, _, _ string, doc json.RawMessage) error {
+	verifier := func(_ context.Context, req registry.VerifyRequest) error {
+		doc := req.Verify
 		verified.Add(1)
 		if strings.Contains(string(doc), "refuse") {
 			return errors.New("signature does not match")
@@ -356,7 +357,7 @@ func TestRegisterImageRollbackOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	var verified atomic.Int64
-	verifier := func(context.Context, string, string, string, json.RawMessage) error {
+	verifier := func(context.Context, registry.VerifyRequest) error {
 		verified.Add(1)
 		return nil
 	}

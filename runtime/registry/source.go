@@ -122,7 +122,7 @@ func (r *Registry) read(ctx context.Context, e *entry, src source) (wasm []byte,
 			if err != nil {
 				return nil, nil, contentKey{}, img, fmt.Errorf("%s: %w", path, err)
 			}
-			return r.pullImage(ctx, e, ie)
+			return r.pullImage(ctx, e, ie, path)
 		}
 		e.isImage.Store(false)
 		wasm, err = r.cfg.readFile(filepath.Join(src.dir, name+".wasm"))
@@ -153,7 +153,7 @@ func (r *Registry) read(ctx context.Context, e *entry, src source) (wasm []byte,
 			return nil, nil, contentKey{}, img, err
 		}
 	case fromImage:
-		return r.pullImage(ctx, e, src.img)
+		return r.pullImage(ctx, e, src.img, "")
 	case fromBytes:
 		wasm, policy = src.wasm, src.policy
 		polBytes = policyBytes(policy)
