@@ -243,8 +243,9 @@ func (p *Provider) trapError(ctx context.Context, m abi.Method, err error) error
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return p.contextError(m, ctxErr)
 	}
-	p.logger.Warn("guest trapped; instance discarded", "method", m.String(), "error", err.Error())
-	return &CallError{Provider: p.name, Method: m, Class: ClassTrap, Err: fmt.Errorf("%w: %w", ErrTrap, err)}
+	trap := engineTrap{err}
+	p.logger.Warn("guest trapped; instance discarded", "method", m.String(), "error", trap.Error())
+	return &CallError{Provider: p.name, Method: m, Class: ClassTrap, Err: fmt.Errorf("%w: %w", ErrTrap, trap)}
 }
 
 func (p *Provider) contextError(m abi.Method, err error) error {

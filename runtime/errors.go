@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
@@ -115,3 +116,14 @@ func (e *timeoutError) Error() string { return fmt.Sprintf("%v: %v", ErrTimeout,
 func (e *timeoutError) Is(target error) bool { return target == ErrTimeout }
 
 func (e *timeoutError) Unwrap() error { return e.cause }
+
+// engineTrap is an engine's trap error as the runtime passes it on: its
+// text is made printable, because an engine quotes what the module names —
+// wazero's stack trace prints the function names of the module's name
+// section, which a hostile module fills with terminal escapes — and the
+// text reaches logs, Events and status. errors.Is and errors.As still see
+// the engine's error.
+type engineTrap struct{ err error }
+
+func (e engineTrap) Error() string { return hostfuncs.Printable(e.err.Error()) }
+func (e engineTrap) Unwrap() error { return e.err }

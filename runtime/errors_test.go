@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -118,5 +119,45 @@ func TestTrapKeepsEngineCause(t *testing.T) {
 	}
 	if cause := trapCause(err); cause == nil || !strings.HasSuffix(err.Error(), cause.Error()) {
 		t.Errorf("%s: the engine's trap is not the cause of ErrTrap in %v", rt.Engine(), err)
+	}
+}
+
+// A trap's message quotes what the module names — wazero's stack trace
+// prints the function names of the name section — so a hostile module can
+// put terminal escapes into it. The runtime's error text is printable; the
+// engine's own error stays reachable as the cause.
+func TestTrapMessageIsPrintable(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t)
+	const evil = "\x1b[2J\x1b]0;owned\x07evil"
+	var names []byte
+	names = binary.AppendUvarint(names, 10)
+	for idx := uint64(1); idx <= 10; idx++ { // every function but the import
+		names = binary.AppendUvarint(names, idx)
+		names = binary.AppendUvarint(names, uint64(len(evil)))
+		names = append(names, evil...)
+	}
+	payload := append([]byte{4}, "name"...)
+	payload = append(payload, 1) // the function names subsection
+	payload = binary.AppendUvarint(payload, uint64(len(names)))
+	payload = append(payload, names...)
+	wasm := append(readFixture(t, "trap_all"), 0) // a custom section
+	wasm = binary.AppendUvarint(wasm, uint64(len(payload)))
+	wasm = append(wasm, payload...)
+
+	p, err := rt.LoadBytes(ctx, "hostile", wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	err = p.Validate(newMachine("m", "u", map[string]any{}).Spec)
+	if !errors.Is(err, runtime.ErrTrap) {
+		t.Fatalf("%s: want ErrTrap, got %v", rt.Engine(), err)
+	}
+	if strings.ContainsAny(err.Error(), "\x1b\x07") {
+		t.Errorf("%s: the trap message carries control characters: %q", rt.Engine(), err.Error())
+	}
+	if cause := trapCause(err); cause == nil {
+		t.Errorf("%s: no engine cause in %v", rt.Engine(), err)
 	}
 }

@@ -420,5 +420,5 @@ func classifyInstantiate(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrTrap, err)
+	return fmt.Errorf("%w: %w", ErrTrap, engineTrap{err})
 }
