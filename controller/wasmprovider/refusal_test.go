@@ -95,3 +95,46 @@ func TestNameServedFromDirectory(t *testing.T) {
 	}
 	e.waitEvent(t, "fake", "Warning Conflict:")
 }
+
+// What a hostile module controls of a refusal — here the function names
+// of its name section, which the engine's trap message quotes in its
+// stack trace — reaches status and Events without control characters:
+// `kubectl describe` prints them as they are.
+func TestGuestTextInStatusIsPrintable(t *testing.T) {
+	trap, err := os.ReadFile(filepath.Join(testguest.Root(), "runtime", "testdata", "abi", "trap_all.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const evil = "\x1b[2J\x1b]0;owned\x07evil"
+	var names []byte
+	names = appendLEB(names, 10)
+	for idx := uint64(1); idx <= 10; idx++ {
+		names = appendLEB(names, idx)
+		names = appendLEB(names, uint64(len(evil)))
+		names = append(names, evil...)
+	}
+	sub := append([]byte{1}, appendLEB(nil, uint64(len(names)))...)
+	hostile := withCustomSection(trap, "name", append(sub, names...))
+	e := newEnv(t, envOpts{leader: true})
+	e.configMap(t, "kube-system", "modules", "hostile.wasm", hostile)
+	e.wps.create(cmWP("fake", "fake", "hostile.wasm", sum(hostile)), time.Now())
+	wp := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return cond(wp, wasmprovv1alpha1.ConditionReady, metav1.ConditionFalse, wasmprovv1alpha1.ReasonSmokeTestFailed)
+	})
+	e.waitEvent(t, "fake", "Warning Rejected:")
+	texts := []string{wp.Status.LastRejected.Message}
+	for _, c := range wp.Status.Conditions {
+		texts = append(texts, c.Message)
+	}
+	texts = append(texts, e.events(t, "fake")...)
+	sawName := false
+	for _, s := range texts {
+		if strings.ContainsAny(s, "\x1b\x07") {
+			t.Errorf("control characters reach status or Events: %q", s)
+		}
+		sawName = sawName || strings.Contains(s, "evil")
+	}
+	if !sawName {
+		t.Logf("the trap message quotes no function name (nothing hostile to check): %q", texts)
+	}
+}

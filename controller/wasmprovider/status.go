@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +34,12 @@ type outcome struct {
 // maxMessage bounds condition, rejection and Event messages.
 const maxMessage = 1024
 
-// trim cuts s to maxMessage bytes on a rune boundary.
+// trim makes s printable and cuts it to maxMessage bytes on a rune
+// boundary. Refusal messages quote what a module names (the runtime makes
+// its own text printable; this holds for every cause): kubectl prints
+// conditions and Events as they are.
 func trim(s string) string {
+	s = hostfuncs.Printable(s)
 	if len(s) <= maxMessage {
 		return s
 	}
