@@ -46,6 +46,8 @@ func TestImportInvariants(t *testing.T) {
 			banned: []string{"github.com/tetratelabs/wazero", "github.com/bytecodealliance/wasmtime-go", mod + "runtime/internal/engine"}},
 		{pkg: "controller", why: "the controller drives any implementation, not the runtime", banned: []string{mod + "runtime\n", mod + "runtime/"}},
 		{pkg: "cloudprovider/types", why: "the contract mirrors upstream's types only", banned: []string{mod + "runtime"}},
+		{pkg: "apis/wasmprov/v1alpha1", why: "an API's types import no part of the host", banned: []string{mod + "runtime", mod + "controller", mod + "internal/"}},
+		{pkg: "controller", why: "the Machine controller sees only a ProviderSource; the CLI wires the WasmProvider reconciler", banned: []string{mod + "controller/wasmprovider"}},
 	} {
 		list := strings.Join(deps(t, rule.pkg, rule.tags...), "\n") + "\n"
 		for _, b := range rule.banned {
