@@ -85,7 +85,7 @@ RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./cloudprovider/...
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 \
 	./runtime/internal/wasmbin
 PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
-	./internal/testwasm ./internal/testregistry ./internal/architecture ./internal/hostfuncs/wazerohost ./runtime/internal/interrupt
+	./internal/testwasm ./internal/deepcopytest ./internal/testregistry ./internal/architecture ./internal/hostfuncs/wazerohost ./runtime/internal/interrupt
 
 ## check: the quick checks, gofmt and vet (seconds; make test runs them first)
 check: fmt-check vet
