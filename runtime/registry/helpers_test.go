@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,3 +230,51 @@ func waitServing(t testing.TB, f *fixture, name, sha string) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// load is n goroutines calling h continuously (version) until halt, or
+// until the test ends however it ends: a failed wait must not leave them
+// calling until the package times out.
+type load struct {
+	stop            atomic.Bool
+	wg              sync.WaitGroup
+	calls, failures atomic.Int64
+	firstErr        atomic.Value
+	seen            sync.Map // version → true
+}
+
+func startLoad(t testing.TB, h *registry.Handle, n int) *load {
+	l := &load{}
+	t.Cleanup(l.halt)
+	for range n {
+		l.wg.Go(func() {
+			for !l.stop.Load() {
+				v, err := version(context.Background(), h, nil)
+				l.calls.Add(1)
+				if err != nil {
+					l.failures.Add(1)
+					l.firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				l.seen.Store(v, true)
+			}
+		})
+	}
+	return l
+}
+
+// halt stops the callers and waits for them.
+func (l *load) halt() {
+	l.stop.Store(true)
+	l.wg.Wait()
+}
+
+// saw reports whether some call was answered by version v.
+func (l *load) saw(v string) bool { _, ok := l.seen.Load(v); return ok }
+
+// noFailures fails t if any call failed.
+func (l *load) noFailures(t testing.TB) {
+	t.Helper()
+	if n := l.failures.Load(); n != 0 {
+		t.Fatalf("%d of %d calls failed across the swap; first: %v", n, l.calls.Load(), l.firstErr.Load())
+	}
+}

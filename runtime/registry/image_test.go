@@ -256,35 +256,7 @@ func TestImageTagMovedSwapsUnderLoad(t *testing.T) {
 		t.Fatalf("status = %+v, want %s at %s", st, ref, d1)
 	}
 	precompile(t, f, v2)
-	var (
-		stop            atomic.Bool
-		calls, failures atomic.Int64
-		sawV2           atomic.Bool
-		wg              sync.WaitGroup
-		firstErr        atomic.Value
-	)
-	// The callers stop however the test ends: a failed wait must not
-	// leave them calling until the package times out.
-	defer func() {
-		stop.Store(true)
-		wg.Wait()
-	}()
-	for range 4 {
-		wg.Go(func() {
-			for !stop.Load() {
-				v, err := version(ctx, h, nil)
-				calls.Add(1)
-				if err != nil {
-					failures.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-					continue
-				}
-				if v == "v2" {
-					sawV2.Store(true)
-				}
-			}
-		})
-	}
+	l := startLoad(t, h, 4)
 	time.Sleep(50 * time.Millisecond)
 	from := f.ev.len()
 	d2 := env.push(t, v2, "providers/v:stable")
@@ -294,13 +266,10 @@ func TestImageTagMovedSwapsUnderLoad(t *testing.T) {
 		}
 	}()
 	_, ev := f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventReloaded })
-	waitFor(t, 10*time.Second, "a call answered by v2", sawV2.Load)
+	waitFor(t, 10*time.Second, "a call answered by v2", func() bool { return l.saw("v2") })
 	time.Sleep(50 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	if n := failures.Load(); n != 0 {
-		t.Fatalf("%d of %d calls failed across the swap; first: %v", n, calls.Load(), firstErr.Load())
-	}
+	l.halt()
+	l.noFailures(t)
 	if ev.SHA256 != sum(v2) || !strings.HasSuffix(ev.Image, "@"+d2) {
 		t.Fatalf("reloaded event = %+v, want module %s from %s", ev, sum(v2), d2)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -489,51 +488,22 @@ func TestRegisterImageSwapsUnderLoad(t *testing.T) {
 	}
 	h := mustGet(t, f.reg, "v")
 	precompile(t, f, v2)
-	var (
-		stop            atomic.Bool
-		calls, failures atomic.Int64
-		sawV2           atomic.Bool
-		wg              sync.WaitGroup
-		firstErr        atomic.Value
-	)
-	defer func() {
-		stop.Store(true)
-		wg.Wait()
-	}()
-	for range 4 {
-		wg.Go(func() {
-			for !stop.Load() {
-				v, err := version(ctx, h, nil)
-				calls.Add(1)
-				if err != nil {
-					failures.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-					continue
-				}
-				if v == "v2" {
-					sawV2.Store(true)
-				}
-			}
-		})
-	}
+	l := startLoad(t, h, 4)
 	defer func() {
 		if t.Failed() {
 			t.Log(f.logs.String())
 		}
 	}()
-	waitFor(t, imageWait, "calls on v1", func() bool { return calls.Load() > 20 })
+	waitFor(t, imageWait, "calls on v1", func() bool { return l.calls.Load() > 20 })
 	from := f.ev.len()
 	if err := f.reg.RegisterImage(ctx, "v", registry.Image{Ref: env.reg.Host + "/providers/v@" + d2, Policy: pol}); err != nil {
 		t.Fatal(err)
 	}
 	_, ev := f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventReloaded })
-	waitFor(t, imageWait, "a call answered by v2", sawV2.Load)
+	waitFor(t, imageWait, "a call answered by v2", func() bool { return l.saw("v2") })
 	time.Sleep(50 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	if n := failures.Load(); n != 0 {
-		t.Fatalf("%d of %d calls failed across the swap; first: %v", n, calls.Load(), firstErr.Load())
-	}
+	l.halt()
+	l.noFailures(t)
 	if ev.SHA256 != sum(v2) || !strings.HasSuffix(ev.Image, "@"+d2) {
 		t.Fatalf("reloaded event = %+v, want module %s from %s", ev, sum(v2), d2)
 	}
