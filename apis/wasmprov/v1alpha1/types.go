@@ -170,7 +170,6 @@ const (
 	ReasonUpToDate        = "UpToDate"
 	ReasonPreviousServing = "PreviousVersionServing"
 	ReasonNothingServing  = "NothingServing"
-	ReasonProgressing     = "Progressing"
 	ReasonNotLoaded       = "NotLoaded"
 )
 
