@@ -72,13 +72,22 @@ func digest(wasm []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// digestOf is wasm's SHA-256 as load needs it: hex for the policy's pin
+// and the provider, raw for the engine, which keys the instrumented cache
+// by it (one hash of an 11 MB module per load, not two).
+func digestOf(wasm []byte) (hexSum string, raw [sha256.Size]byte) {
+	raw = sha256.Sum256(wasm)
+	return hex.EncodeToString(raw[:]), raw
+}
+
 func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Policy) (p *Provider, err error) {
 	// Nothing in loading may run without end: compiling honours the
 	// deadline between functions, and every guest export run here is
 	// interrupted at it.
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(policy.LoadTimeout))
 	defer cancel()
-	sum, size := digest(wasm), len(wasm) // of the module as shipped, not as instrumented
+	sum, rawSum := digestOf(wasm) // of the module as shipped, not as instrumented
+	size := len(wasm)
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
 	}
@@ -89,7 +98,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	if err := checkMetadata(wasm); err != nil {
 		return nil, err
 	}
-	mod, err := r.compile(ctx, wasm, policy)
+	mod, err := r.compileDigest(ctx, wasm, rawSum, policy)
 	if err != nil {
 		return nil, loadDeadline(ctx, "compiling", err)
 	}
@@ -208,20 +217,38 @@ func checkMetadata(wasm []byte) error {
 // the runtime's engine with the policy's memory limit and the wasmprov_v1
 // host functions.
 func (r *Runtime) compile(ctx context.Context, wasm []byte, policy Policy) (engine.Module, error) {
-	wasm, err := precheck.Check(wasm, precheck.Limits{MaxTableEntries: int(policy.MaxTableEntries)})
-	switch {
-	case errors.Is(err, precheck.ErrMalformed):
-		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %w", ErrInvalidModule, err)
-	case err != nil:
-		return nil, fmt.Errorf("%w: %w", ErrInvalidModule, err)
-	}
+	return r.compileDigest(ctx, wasm, sha256.Sum256(wasm), policy)
+}
+
+// compileDigest is compile for a module whose SHA-256 the caller has. The
+// engine runs the precheck (engine.ModuleConfig.Check) first thing, unless
+// its instrumented cache holds the module checked against the same limits
+// (CheckKey): a warm load does not check again what it checked when it
+// wrote the cache, and only modules that passed are written there.
+func (r *Runtime) compileDigest(ctx context.Context, wasm []byte, sum [sha256.Size]byte, policy Policy) (engine.Module, error) {
+	limits := precheck.Limits{MaxTableEntries: int(policy.MaxTableEntries)}
 	// The engines wrap ErrInvalidModule themselves (it is
 	// engine.ErrInvalidModule), so their error passes through unchanged.
 	return r.engine.Compile(ctx, wasm, engine.ModuleConfig{
 		MemoryLimitPages: policy.MemoryLimitMiB * 16, // 64 KiB pages
 		Interruptible:    r.cfg.interruptible,
 		HostFunctions:    hostfuncs.Functions(),
+		Digest:           sum,
+		Check:            func(wasm []byte) ([]byte, error) { return prechecked(wasm, limits) },
+		CheckKey:         limits.Key(),
 	})
+}
+
+// prechecked is precheck.Check with the runtime's errors.
+func prechecked(wasm []byte, limits precheck.Limits) ([]byte, error) {
+	wasm, err := precheck.Check(wasm, limits)
+	switch {
+	case errors.Is(err, precheck.ErrMalformed):
+		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %w", ErrInvalidModule, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrInvalidModule, err)
+	}
+	return wasm, nil
 }
 
 // moduleConfig is the WASI view the guest gets: no arguments, no

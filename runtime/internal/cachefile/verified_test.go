@@ -30,11 +30,13 @@ func TestVerified(t *testing.T) {
 	raw, _ := os.ReadFile(path)
 	for name, b := range map[string][]byte{
 		"empty":                  nil,
-		"shorter than a digest":  raw[:sha256.Size-1],
-		"digest only, body lost": raw[:sha256.Size],
+		"shorter than a header":  raw[:headerSize-1],
+		"header only, body lost": raw[:headerSize],
 		"body truncated":         raw[:len(raw)-1],
 		"body flipped":           append(append([]byte{}, raw[:len(raw)-1]...), raw[len(raw)-1]^0xff),
-		"digest flipped":         append([]byte{raw[0] ^ 0xff}, raw[1:]...),
+		"checksum flipped":       append([]byte{raw[0] ^ 0xff}, raw[1:]...),
+		"digest flipped":         flip(raw, crcSize),
+		"another body appended":  append(bytes.Clone(raw), raw...),
 	} {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
@@ -47,4 +49,11 @@ func TestVerified(t *testing.T) {
 	if _, _, ok := ReadVerified(filepath.Dir(path)); ok {
 		t.Fatal("a directory was a hit")
 	}
+}
+
+// flip returns b with the byte at i inverted.
+func flip(b []byte, i int) []byte {
+	b = bytes.Clone(b)
+	b[i] ^= 0xff
+	return b
 }

@@ -14,11 +14,13 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/runtime/internal/instrumented"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
@@ -44,6 +46,34 @@ type ModuleConfig struct {
 	Interruptible bool
 	// HostFunctions are the wasmprov_v1 imports (hostfuncs.Functions).
 	HostFunctions []hostfuncs.Function
+
+	// Digest is the SHA-256 of the module given to Compile when the
+	// caller has it (the zero value: the engine computes it if it needs
+	// it), so a load hashes an 11 MB module once.
+	Digest [sha256.Size]byte
+	// Check, when not nil, vets the module before anything else reads it
+	// and returns the module to compile (the runtime's precheck against its
+	// limits); its error is returned by Compile unchanged. An engine runs it
+	// on every Compile but when its instrumented cache holds the module
+	// checked under the same CheckKey, which names what Check decides (its
+	// limits): the cache keeps only modules that passed.
+	Check    func([]byte) ([]byte, error)
+	CheckKey string
+}
+
+// Checked returns Check's verdict on wasm: the module to compile, or
+// Check's error. Without a Check it is wasm.
+func (c ModuleConfig) Checked(wasm []byte) ([]byte, error) {
+	if c.Check == nil {
+		return wasm, nil
+	}
+	return c.Check(wasm)
+}
+
+// Instrumentable is what package instrumented gets of a compile: the
+// module, its digest and its check.
+func (c ModuleConfig) Instrumentable(wasm []byte) instrumented.Source {
+	return instrumented.Source{Wasm: wasm, Digest: c.Digest, Check: c.Check, CheckKey: c.CheckKey}
 }
 
 // Module is a compiled module.

@@ -1,5 +1,11 @@
 package precheck
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
+
 // Limits bound what a module may declare. A zero (or negative) field
 // means the default in DefaultLimits.
 //
@@ -144,4 +150,19 @@ func (l Limits) withDefaults() Limits {
 		}
 	}
 	return l
+}
+
+// rules names the checks Check makes beyond the numbers in Limits. Bump it
+// when a rule is added or changed: a verdict cached under Key (package
+// instrumented keeps the modules that passed) must not outlive the rules it
+// was reached by.
+const rules = 1
+
+// Key names the verdict of Check under l: two limits with the same Key
+// check every module alike. It covers every effective limit (the defaults
+// of zero fields included, so a host whose defaults changed rechecks) and
+// the rules; it is short enough for a file name.
+func (l Limits) Key() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "precheck rules %d %+v", rules, l.withDefaults()))
+	return hex.EncodeToString(sum[:8])
 }

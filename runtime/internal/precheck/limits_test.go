@@ -240,3 +240,23 @@ func elemModule(segs ...[]byte) []byte {
 	g := gen{types: [][]byte{i32i32}, funcs: []uint32{0}, codes: [][]byte{ret0()}, elems: segs}
 	return g.bytes()
 }
+
+// TestLimitsKey: limits that check alike share a key (a zero field is its
+// default), and a different limit has another.
+func TestLimitsKey(t *testing.T) {
+	withDefault := Limits{MaxTableEntries: DefaultLimits.MaxTableEntries}
+	if (Limits{}).Key() != withDefault.Key() || (Limits{}).Key() != DefaultLimits.Key() {
+		t.Fatal("a zero limit and its default have different keys")
+	}
+	seen := map[string]Limits{}
+	for _, l := range []Limits{{}, {MaxTableEntries: 1000}, {MaxTableEntries: 1001}, {MaxModuleBytes: 1 << 20}} {
+		k := l.Key()
+		if prev, ok := seen[k]; ok {
+			t.Fatalf("%+v and %+v share the key %s", prev, l, k)
+		}
+		seen[k] = l
+		if len(k) != 16 {
+			t.Fatalf("key %q is not 16 hex digits", k)
+		}
+	}
+}

@@ -3,11 +3,16 @@ package enginetest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +169,99 @@ func RunInstrumentationCacheAcrossProcesses(t *testing.T, newEngine NewEngine) {
 	if string(m[1]) != "1" || string(m[2]) != "0" {
 		t.Fatalf("second process: %s hits, %s misses; want 1, 0", m[1], m[2])
 	}
+}
+
+// RunCheckCache: ModuleConfig.Check runs before anything reads the module
+// and its output is what compiles; an interruptible module checked once
+// under a CheckKey is not checked again by another engine on the cache
+// directory (a warm process), while another key checks again, a refusal is
+// returned unchanged and never kept, and a damaged file checks again. A
+// plain module, which the instrumented cache does not keep, is checked on
+// every compile.
+func RunCheckCache(t *testing.T, newEngine NewEngine) {
+	ctx := context.Background()
+	good := Fixture(t, "minimal.wasm")
+	// The engine gets bytes that are no module at all: only the check's
+	// output compiles, so a compile that skipped the check without a
+	// cached verdict fails.
+	shipped := []byte("\x00asm but not really a module")
+	errRefused := errors.New("refused by the check")
+	var checks int
+	checkWith := func(key string, refuse bool) engine.ModuleConfig {
+		cfg := config(true, &recorder{})
+		cfg.Digest = sha256.Sum256(shipped)
+		cfg.CheckKey = key
+		cfg.Check = func(wasm []byte) ([]byte, error) {
+			checks++
+			if !bytes.Equal(wasm, shipped) {
+				return nil, fmt.Errorf("the check got %d other bytes", len(wasm))
+			}
+			if refuse {
+				return nil, fmt.Errorf("%w (key %s)", errRefused, key)
+			}
+			return good, nil
+		}
+		return cfg
+	}
+	dir := t.TempDir()
+	compile := func(cfg engine.ModuleConfig, wantChecks int) {
+		t.Helper()
+		checks = 0
+		e := newEngine(t, dir)
+		m, err := e.Compile(ctx, shipped, cfg)
+		if err != nil {
+			t.Fatalf("compile: %v", err)
+		}
+		inst, err := m.Instantiate(ctx, engine.InstanceConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst.Close(ctx)
+		m.Close(ctx)
+		if checks != wantChecks {
+			t.Fatalf("the check ran %d times, want %d", checks, wantChecks)
+		}
+	}
+	compile(checkWith("a", false), 1)
+	compile(checkWith("a", false), 0) // a warm process: no check
+	compile(checkWith("b", false), 1) // other limits: checked again
+	compile(checkWith("b", false), 0)
+
+	refuse := func() {
+		t.Helper()
+		checks = 0
+		_, err := newEngine(t, dir).Compile(ctx, shipped, checkWith("c", true))
+		if !errors.Is(err, errRefused) || err.Error() != "refused by the check (key c)" {
+			t.Fatalf("a refused module: %v; want the check's error unchanged", err)
+		}
+		if checks != 1 {
+			t.Fatalf("the refusing check ran %d times, want 1", checks)
+		}
+	}
+	refuse()
+	refuse() // a refusal is not kept
+
+	files := instrumentedFiles(t, dir)
+	if len(files) != 2 {
+		t.Fatalf("instrumented files %v; want one for key a and one for b", slices.Sorted(maps.Keys(files)))
+	}
+	sum := sha256.Sum256(shipped)
+	for path, b := range files {
+		if !strings.Contains(filepath.Base(path), hex.EncodeToString(sum[:])) {
+			t.Fatalf("%s is not named by the digest of the shipped module", path)
+		}
+		damaged := bytes.Clone(b)
+		damaged[len(damaged)-1] ^= 0xff
+		if err := os.WriteFile(path, damaged, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compile(checkWith("a", false), 1) // damaged: a miss, checked again
+	compile(checkWith("a", false), 0) // and rewritten
+
+	// A plain module is checked on every compile.
+	plain := checkWith("a", false)
+	plain.Interruptible = false
+	compile(plain, 1)
+	compile(plain, 1)
 }

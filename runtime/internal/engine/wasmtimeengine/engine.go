@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,14 +143,26 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 	var sum [sha256.Size]byte
 	if cfg.Interruptible {
 		var err error
-		if wasm, sum, err = e.instrumented.Module(wasm, interrupt.FlagMemory); err != nil {
-			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+		if wasm, sum, err = e.instrumented.Get(cfg.Instrumentable(wasm), interrupt.FlagMemory); err != nil {
+			if errors.Is(err, instrumented.ErrInstrument) {
+				return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+			}
+			return nil, err // the check's
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	} else {
-		sum = sha256.Sum256(wasm)
+		checked, err := cfg.Checked(wasm)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Digest != ([sha256.Size]byte{}) && len(wasm) > 0 && len(checked) == len(wasm) && &checked[0] == &wasm[0] {
+			sum = cfg.Digest // the check returned the module itself
+		} else {
+			sum = sha256.Sum256(checked)
+		}
+		wasm = checked
 	}
 	key := hex.EncodeToString(sum[:])
 	s, err := e.acquire(ctx, key, wasm)

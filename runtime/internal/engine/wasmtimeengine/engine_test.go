@@ -16,6 +16,7 @@ func TestCompile(t *testing.T) { enginetest.RunCompile(t, enginetest.NewWasmtime
 func TestInstrumentationCache(t *testing.T) {
 	enginetest.RunInstrumentationCache(t, enginetest.NewWasmtime)
 }
+func TestCheckCache(t *testing.T) { enginetest.RunCheckCache(t, enginetest.NewWasmtime) }
 func TestInstrumentationCacheAcrossProcesses(t *testing.T) {
 	enginetest.RunInstrumentationCacheAcrossProcesses(t, enginetest.NewWasmtime)
 }

@@ -12,6 +12,7 @@ func TestCompile(t *testing.T) { enginetest.RunCompile(t, enginetest.NewWazero) 
 func TestInstrumentationCache(t *testing.T) {
 	enginetest.RunInstrumentationCache(t, enginetest.NewWazero)
 }
+func TestCheckCache(t *testing.T) { enginetest.RunCheckCache(t, enginetest.NewWazero) }
 func TestInstrumentationCacheAcrossProcesses(t *testing.T) {
 	enginetest.RunInstrumentationCacheAcrossProcesses(t, enginetest.NewWazero)
 }

@@ -85,12 +85,17 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 		return nil, err
 	}
 	if cfg.Interruptible {
-		if wasm, _, err = e.instrumented.Module(wasm, interrupt.FlagBudget); err != nil {
-			return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+		if wasm, _, err = e.instrumented.Get(cfg.Instrumentable(wasm), interrupt.FlagBudget); err != nil {
+			if errors.Is(err, instrumented.ErrInstrument) {
+				return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
+			}
+			return nil, err // the check's
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+	} else if wasm, err = cfg.Checked(wasm); err != nil {
+		return nil, err
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
