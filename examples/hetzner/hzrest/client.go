@@ -1,38 +1,90 @@
-// Package hzrest is a small Hetzner Cloud API client on encoding/json and
-// net/http, implementing hzprovider.API. Inside a wasmprov guest its
-// requests go through the host (hosthttp.Client), where the host's policy
-// decides which hosts are reachable.
+// Package hzrest is a small Hetzner Cloud API client on encoding/json,
+// implementing hzprovider.API. It sends its requests through a Doer — in
+// the wasmprov guest the host's http_do (provider.DoHTTP, main.go), where
+// the host's policy decides which hosts are reachable; natively net/http
+// (package hzrest/nethttp). It does not import net/http: in the guest
+// net/http (with crypto/tls, crypto/x509 and the rest it links) would be
+// most of an 11.5 MB module that the host decodes, validates and
+// instantiates on every start, for a client the host does the HTTP of.
 package hzrest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wasmprov/wasmprov/examples/hetzner/hzprovider"
+)
+
+// Doer sends one HTTP request and returns its whole answer. An answer with
+// any status is a success of Do; a transport failure or a refusal (the
+// host's policy) is its error. ctx bounds the request.
+type Doer interface {
+	Do(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Request is an HTTP request as a Doer sends it.
+type Request struct {
+	Method string
+	URL    string
+	Header Header
+	Body   []byte // nil: no body
+}
+
+// Response is an HTTP answer.
+type Response struct {
+	Status int
+	Header Header
+	Body   []byte
+}
+
+// Header is an HTTP header, keyed by canonical names ("Retry-After").
+type Header map[string][]string
+
+// Get returns the first value of key, matched as HTTP does, ignoring case
+// (a Doer may not canonicalize the names it got).
+func (h Header) Get(key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	for k, v := range h {
+		if len(v) > 0 && strings.EqualFold(k, key) {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// The methods the client uses (net/http's constants, which this package
+// does not import).
+const (
+	methodGet    = "GET"
+	methodPost   = "POST"
+	methodPut    = "PUT"
+	methodDelete = "DELETE"
+
+	statusTooManyRequests = 429
 )
 
 // Client is an hzprovider.API over HTTP.
 type Client struct {
 	Endpoint string
 	Token    string
-	HTTP     *http.Client
+	HTTP     Doer
 	// PollInterval is the pause between two polls of an action.
 	PollInterval time.Duration
 }
 
 var _ hzprovider.API = (*Client)(nil)
 
-// New returns an hzprovider.NewAPI using httpClient.
-func New(httpClient func() *http.Client) hzprovider.NewAPI {
+// New returns an hzprovider.NewAPI sending its requests through d.
+func New(d Doer) hzprovider.NewAPI {
 	return func(endpoint, token string) hzprovider.API {
-		return &Client{Endpoint: endpoint, Token: token, HTTP: httpClient(), PollInterval: 100 * time.Millisecond}
+		return &Client{Endpoint: endpoint, Token: token, HTTP: d, PollInterval: 100 * time.Millisecond}
 	}
 }
 
@@ -45,34 +97,29 @@ type errorBody struct {
 
 // do sends a request and decodes a 2xx answer into out (when not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	req := &Request{Method: method, URL: c.Endpoint + path, Header: Header{
+		"Authorization": {"Bearer " + c.Token},
+		"User-Agent":    {"wasmprov-hetzner/1"},
+	}}
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		req.Body = b
+		req.Header["Content-Type"] = []string{"application/json"}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.Endpoint+path, body)
-	if err != nil {
+	if _, err := url.Parse(req.URL); err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("User-Agent", "wasmprov-hetzner/1")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.HTTP.Do(ctx, req)
 	if err != nil {
-		return err
+		// As net/http's client words it (a *url.Error): `Get "URL": ...`.
+		return fmt.Errorf("%s %q: %w", method[:1]+strings.ToLower(method[1:]), req.URL, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s %s: reading answer: %w", method, path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		ae := &hzprovider.APIError{Status: resp.StatusCode, RetryAfter: retryAfter(resp)}
+	b := resp.Body
+	if resp.Status < 200 || resp.Status > 299 {
+		ae := &hzprovider.APIError{Status: resp.Status, RetryAfter: retryAfter(resp)}
 		var eb errorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Error != nil {
 			ae.Code, ae.Message = eb.Error.Code, eb.Error.Message
@@ -92,11 +139,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 
 // retryAfter reads Retry-After, or for a 429 the time until one request of
 // the budget refills, from the RateLimit-* headers.
-func retryAfter(resp *http.Response) time.Duration {
+func retryAfter(resp *Response) time.Duration {
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		return time.Duration(s) * time.Second
 	}
-	if resp.StatusCode != http.StatusTooManyRequests {
+	if resp.Status != statusTooManyRequests {
 		return 0
 	}
 	limit, err1 := strconv.Atoi(resp.Header.Get("RateLimit-Limit"))
@@ -131,7 +178,7 @@ func (c *Client) list(ctx context.Context, path string, q url.Values, page func(
 	for p := 1; p != 0; {
 		q.Set("page", strconv.Itoa(p))
 		var raw json.RawMessage
-		if err := c.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, &raw); err != nil {
+		if err := c.do(ctx, methodGet, path+"?"+q.Encode(), nil, &raw); err != nil {
 			return err
 		}
 		if err := page(raw); err != nil {
@@ -178,7 +225,7 @@ func (c *Client) byName(ctx context.Context, path, name string, extra url.Values
 		q[k] = v
 	}
 	var l namedList
-	if err := c.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, &l); err != nil {
+	if err := c.do(ctx, methodGet, path+"?"+q.Encode(), nil, &l); err != nil {
 		return nil, err
 	}
 	return &l, nil
@@ -222,7 +269,7 @@ func (c *Client) Image(ctx context.Context, idOrName, arch string) (*hzprovider.
 				Name string `json:"name"`
 			} `json:"image"`
 		}
-		if err := c.do(ctx, http.MethodGet, "/images/"+strconv.FormatInt(id, 10), nil, &one); err != nil {
+		if err := c.do(ctx, methodGet, "/images/"+strconv.FormatInt(id, 10), nil, &one); err != nil {
 			if hzprovider.IsNotFound(err) {
 				return nil, nil
 			}
@@ -244,13 +291,13 @@ func (c *Client) CreateSSHKey(ctx context.Context, name, pub string, labels map[
 			ID int64 `json:"id"`
 		} `json:"ssh_key"`
 	}
-	err := c.do(ctx, http.MethodPost, "/ssh_keys", map[string]any{"name": name, "public_key": pub, "labels": labels}, &out)
+	err := c.do(ctx, methodPost, "/ssh_keys", map[string]any{"name": name, "public_key": pub, "labels": labels}, &out)
 	return out.SSHKey.ID, err
 }
 
 // DeleteSSHKey implements hzprovider.API.
 func (c *Client) DeleteSSHKey(ctx context.Context, id int64) error {
-	return c.do(ctx, http.MethodDelete, "/ssh_keys/"+strconv.FormatInt(id, 10), nil, nil)
+	return c.do(ctx, methodDelete, "/ssh_keys/"+strconv.FormatInt(id, 10), nil, nil)
 }
 
 // SSHKeys implements hzprovider.API.
@@ -363,7 +410,7 @@ func (c *Client) Server(ctx context.Context, id int64) (*hzprovider.Server, erro
 	var out struct {
 		Server server `json:"server"`
 	}
-	if err := c.do(ctx, http.MethodGet, "/servers/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
+	if err := c.do(ctx, methodGet, "/servers/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
 		if hzprovider.IsNotFound(err) {
 			return nil, nil
 		}
@@ -401,7 +448,7 @@ func (c *Client) CreateServer(ctx context.Context, o hzprovider.CreateServerOpts
 	var out struct {
 		Server server `json:"server"`
 	}
-	if err := c.do(ctx, http.MethodPost, "/servers", req, &out); err != nil {
+	if err := c.do(ctx, methodPost, "/servers", req, &out); err != nil {
 		return nil, err
 	}
 	if out.Server.ID == 0 {
@@ -412,7 +459,7 @@ func (c *Client) CreateServer(ctx context.Context, o hzprovider.CreateServerOpts
 
 // SetServerLabels implements hzprovider.API.
 func (c *Client) SetServerLabels(ctx context.Context, id int64, labels map[string]string) error {
-	return c.do(ctx, http.MethodPut, "/servers/"+strconv.FormatInt(id, 10), map[string]any{"labels": labels}, nil)
+	return c.do(ctx, methodPut, "/servers/"+strconv.FormatInt(id, 10), map[string]any{"labels": labels}, nil)
 }
 
 type actionAnswer struct {
@@ -429,14 +476,14 @@ type actionAnswer struct {
 // DeleteServer implements hzprovider.API.
 func (c *Client) DeleteServer(ctx context.Context, id int64) (int64, error) {
 	var out actionAnswer
-	err := c.do(ctx, http.MethodDelete, "/servers/"+strconv.FormatInt(id, 10), nil, &out)
+	err := c.do(ctx, methodDelete, "/servers/"+strconv.FormatInt(id, 10), nil, &out)
 	return out.Action.ID, err
 }
 
 // DetachVolume implements hzprovider.API.
 func (c *Client) DetachVolume(ctx context.Context, id int64) (int64, error) {
 	var out actionAnswer
-	err := c.do(ctx, http.MethodPost, "/volumes/"+strconv.FormatInt(id, 10)+"/actions/detach", struct{}{}, &out)
+	err := c.do(ctx, methodPost, "/volumes/"+strconv.FormatInt(id, 10)+"/actions/detach", struct{}{}, &out)
 	return out.Action.ID, err
 }
 
@@ -444,7 +491,7 @@ func (c *Client) DetachVolume(ctx context.Context, id int64) (int64, error) {
 func (c *Client) WaitForAction(ctx context.Context, id int64) error {
 	for {
 		var out actionAnswer
-		if err := c.do(ctx, http.MethodGet, "/actions/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
+		if err := c.do(ctx, methodGet, "/actions/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
 			return err
 		}
 		switch out.Action.Status {
@@ -474,7 +521,7 @@ func (c *Client) Network(ctx context.Context, name string) (*hzprovider.Network,
 	var l struct {
 		Networks []idName `json:"networks"`
 	}
-	if err := c.do(ctx, http.MethodGet, "/networks?"+url.Values{"name": {name}}.Encode(), nil, &l); err != nil || len(l.Networks) == 0 {
+	if err := c.do(ctx, methodGet, "/networks?"+url.Values{"name": {name}}.Encode(), nil, &l); err != nil || len(l.Networks) == 0 {
 		return nil, err
 	}
 	return &hzprovider.Network{ID: l.Networks[0].ID, Name: l.Networks[0].Name}, nil
@@ -485,7 +532,7 @@ func (c *Client) Firewall(ctx context.Context, name string) (*hzprovider.Firewal
 	var l struct {
 		Firewalls []idName `json:"firewalls"`
 	}
-	if err := c.do(ctx, http.MethodGet, "/firewalls?"+url.Values{"name": {name}}.Encode(), nil, &l); err != nil || len(l.Firewalls) == 0 {
+	if err := c.do(ctx, methodGet, "/firewalls?"+url.Values{"name": {name}}.Encode(), nil, &l); err != nil || len(l.Firewalls) == 0 {
 		return nil, err
 	}
 	return &hzprovider.Firewall{ID: l.Firewalls[0].ID, Name: l.Firewalls[0].Name}, nil
@@ -498,7 +545,7 @@ func (c *Client) FloatingIP(ctx context.Context, id int64) (string, error) {
 			IP string `json:"ip"`
 		} `json:"floating_ip"`
 	}
-	if err := c.do(ctx, http.MethodGet, "/floating_ips/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
+	if err := c.do(ctx, methodGet, "/floating_ips/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
 		if hzprovider.IsNotFound(err) {
 			return "", nil
 		}
@@ -540,7 +587,7 @@ func (c *Client) PlacementGroup(ctx context.Context, id int64) (*hzprovider.Plac
 	var out struct {
 		PlacementGroup placementGroup `json:"placement_group"`
 	}
-	if err := c.do(ctx, http.MethodGet, "/placement_groups/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
+	if err := c.do(ctx, methodGet, "/placement_groups/"+strconv.FormatInt(id, 10), nil, &out); err != nil {
 		if hzprovider.IsNotFound(err) {
 			return nil, nil
 		}
@@ -554,7 +601,7 @@ func (c *Client) CreatePlacementGroup(ctx context.Context, name string, labels m
 	var out struct {
 		PlacementGroup placementGroup `json:"placement_group"`
 	}
-	if err := c.do(ctx, http.MethodPost, "/placement_groups", map[string]any{"name": name, "type": "spread", "labels": labels}, &out); err != nil {
+	if err := c.do(ctx, methodPost, "/placement_groups", map[string]any{"name": name, "type": "spread", "labels": labels}, &out); err != nil {
 		return nil, err
 	}
 	return out.PlacementGroup.convert(), nil
@@ -562,5 +609,5 @@ func (c *Client) CreatePlacementGroup(ctx context.Context, name string, labels m
 
 // DeletePlacementGroup implements hzprovider.API.
 func (c *Client) DeletePlacementGroup(ctx context.Context, id int64) error {
-	return c.do(ctx, http.MethodDelete, "/placement_groups/"+strconv.FormatInt(id, 10), nil, nil)
+	return c.do(ctx, methodDelete, "/placement_groups/"+strconv.FormatInt(id, 10), nil, nil)
 }
