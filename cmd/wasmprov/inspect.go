@@ -33,14 +33,23 @@ func runInspect(ctx context.Context, args []string) error {
 			"-run compiles and instantiates the module and calls the exports.")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	// Flags before and after the module, as call takes them: `inspect
+	// m.wasm -run` must not read -run as a second module.
+	var pos []string
+	for len(args) > 0 {
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		if args = fs.Args(); len(args) > 0 {
+			pos, args = append(pos, args[0]), args[1:]
+		}
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fs.Usage()
 		return fmt.Errorf("want one module")
 	}
-	wasm, err := os.ReadFile(fs.Arg(0))
+	path := pos[0]
+	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
@@ -62,7 +71,7 @@ func runInspect(ctx context.Context, args []string) error {
 		return err
 	}
 	w := stdout
-	fmt.Fprintf(w, "module:        %s\n", fs.Arg(0))
+	fmt.Fprintf(w, "module:        %s\n", path)
 	fmt.Fprintf(w, "size:          %d bytes\n", info.Size)
 	fmt.Fprintf(w, "sha256:        %s\n", info.SHA256)
 	if info.Mode == runtime.InspectStatic {

@@ -63,7 +63,7 @@ func TestInspectCacheFollowsBytes(t *testing.T) {
 		}
 	}
 	write("3") // log, http
-	if out, err := run(t, "inspect", "-run", "-cache", cache, path); err != nil {
+	if out, err := run(t, "inspect", path, "-run", "-cache", cache); err != nil || !strings.Contains(out, "[from a call of wasmprov_capabilities]") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	out, err := run(t, "inspect", "-cache", cache, path)
