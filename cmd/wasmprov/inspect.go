@@ -45,6 +45,7 @@ func runInspect(ctx context.Context, args []string) error {
 		}
 	}
 	if len(pos) != 1 {
+		fs.SetOutput(stderr) // parseFlags did not run without arguments
 		fs.Usage()
 		return fmt.Errorf("want one module")
 	}
