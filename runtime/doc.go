@@ -12,4 +12,12 @@
 // are thrown away, and every call runs with the deadline of its context (or
 // the policy's call timeout). What a guest may do — hosts it may reach,
 // environment variables, memory, capabilities — is its Policy.
+//
+// Inspect describes a module before it is trusted. By default it compiles
+// the module and calls its ABI version and capability exports (InspectRun);
+// WithInspectMode(InspectStatic) reads the bytes only, in milliseconds,
+// and takes those two values from constant-bodied exports or from what an
+// earlier run of the same bytes left in the compilation cache directory.
+// ModuleInfo says which mode ran, whether function bodies were validated,
+// and where each value came from.
 package runtime

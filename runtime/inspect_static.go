@@ -8,6 +8,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
+	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
@@ -35,6 +36,14 @@ func (m *staticModule) Instantiate(context.Context, engine.InstanceConfig) (engi
 	return nil, errNotCompiled
 }
 func (m *staticModule) Close(context.Context) error { return nil }
+
+// sound reports whether the module exports the function name with the
+// signature the ABI gives it.
+func (m *staticModule) sound(name string) bool {
+	def, ok := m.funcs[name]
+	want, known := requiredExports()[name]
+	return ok && known && sigEqual(def, want)
+}
 
 // reservedProblems lists the names the module uses that the host's deadline
 // instrumentation reserves (SPEC §9): it adds an import from
@@ -246,4 +255,46 @@ func constantBody(c *wasmbin.Code) (uint64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// inspectStatic is InspectStatic: precheck's limits, then the bytes read
+// by readStatic, then the values an earlier InspectRun remembered. Its
+// cost is precheck's (linear in the module's size, bounded by its limits;
+// skipped when the cache says these bytes passed the same limits) and a
+// sha256; nothing the module contains is executed or compiled.
+func (r *Runtime) inspectStatic(ctx context.Context, wasm []byte, policy Policy) (*ModuleInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	info := &ModuleInfo{Size: len(wasm), SHA256: digest(wasm), Mode: InspectStatic}
+	entry := r.cachedEntry(info.SHA256)
+	limits := limitsKey(inspectLimits(policy))
+	prechecked := entry != nil && entry.Prechecked == limits
+	if !prechecked {
+		// The limits Load checks before any compile: a module over them
+		// is refused whatever else it is.
+		if _, err := precheck.Check(wasm, inspectLimits(policy)); err != nil {
+			if errors.Is(err, precheck.ErrMalformed) {
+				return nil, fmt.Errorf("%w: not a valid WebAssembly module: %w", ErrInvalidModule, err)
+			}
+			return nil, fmt.Errorf("%w: %w", ErrInvalidModule, err)
+		}
+	}
+	// readStatic is bounded on its own (a linear decode, fuzzed), which
+	// is what makes skipping precheck on a cache hit safe: the limits are
+	// what Load enforces, not what keeps this read cheap.
+	st, err := readStatic(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %w", ErrInvalidModule, err)
+	}
+	info.describe(st)
+	info.Problems = append(st.reservedProblems(), validate(hideReservedImports{st})...)
+	info.readConstants(st)
+	info.recallResult(entry, st)
+	info.checkValues()
+	info.readMetadata(wasm)
+	if !prechecked {
+		r.remember(info, limits, entry)
+	}
+	return info, nil
 }

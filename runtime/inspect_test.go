@@ -1,14 +1,20 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -189,5 +195,223 @@ func TestInspectReservedNamesWithoutDeadlines(t *testing.T) {
 	}
 	if !info.ABIVersionKnown || info.ABIVersion != 1 || !info.DeclaredKnown {
 		t.Errorf("the sound exports were not read: %+v", info)
+	}
+}
+
+// static is the option of a static inspect.
+var static = runtime.WithInspectMode(runtime.InspectStatic)
+
+// A static inspect of a Go guest lists what a run lists, runs nothing and
+// says so; a run after it reads the values, and a static inspect after the
+// run shows them, labelled as cached.
+func TestInspectStaticGoGuest(t *testing.T) {
+	wasm, err := os.ReadFile(testguest.Build(t, "examples/fake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// No cache directory: nothing remembered from an earlier run.
+	cold, err := newRuntime(t, runtime.WithCompilationCacheDir("")).Inspect(ctx, wasm, static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cold.Mode != runtime.InspectStatic || cold.CodeValidated {
+		t.Errorf("static inspect: mode %v, code validated %v", cold.Mode, cold.CodeValidated)
+	}
+	// Go's wasmexport wrappers are no constant bodies: unknown, not 0.
+	if cold.ABIVersionKnown || cold.DeclaredKnown || cold.ABIVersionFrom != runtime.FromNone || cold.DeclaredFrom != runtime.FromNone {
+		t.Errorf("a Go guest's values read without running it: %+v", cold)
+	}
+	if len(cold.Problems) != 0 {
+		t.Errorf("problems of a valid guest: %q", cold.Problems)
+	}
+
+	rt := newRuntime(t) // the shared compilation cache: the compile is warm
+	ran, err := rt.Inspect(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran.Mode != runtime.InspectRun || !ran.CodeValidated || len(ran.Problems) != 0 {
+		t.Fatalf("run: mode %v, code validated %v, problems %q", ran.Mode, ran.CodeValidated, ran.Problems)
+	}
+	if !ran.ABIVersionKnown || ran.ABIVersion != abi.Version || ran.ABIVersionFrom != runtime.FromExportCall ||
+		!ran.DeclaredKnown || ran.DeclaredFrom != runtime.FromExportCall {
+		t.Fatalf("run did not read the exports: %+v", ran)
+	}
+	if !slices.Equal(cold.Exports, ran.Exports) || !slices.Equal(cold.Imports, ran.Imports) {
+		t.Errorf("static and run differ:\nexports %q\n        %q\nimports %q\n        %q", cold.Exports, ran.Exports, cold.Imports, ran.Imports)
+	}
+	if cold.SHA256 != ran.SHA256 || cold.Size != ran.Size {
+		t.Errorf("digest or size differ: %s %d, %s %d", cold.SHA256, cold.Size, ran.SHA256, ran.Size)
+	}
+
+	warm, err := rt.Inspect(ctx, wasm, static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.ABIVersion != ran.ABIVersion || warm.Declared != ran.Declared || !warm.ABIVersionKnown || !warm.DeclaredKnown ||
+		warm.ABIVersionFrom != runtime.FromCache || warm.DeclaredFrom != runtime.FromCache || warm.CodeValidated {
+		t.Errorf("static after a run: %+v; the run read %d, %#x", warm, ran.ABIVersion, uint64(ran.Declared))
+	}
+}
+
+// computedModule is a valid provider whose scalar exports compute their
+// values (no constant body), so only a call, or its cached result, tells
+// them.
+func computedModule(t *testing.T, caps int) []byte {
+	return assemble(t, inspectModule("(i32.add (i32.const 0) (i32.const 1))", fmt.Sprintf("(i64.add (i64.const 0) (i64.const %d))", caps), nil, ""))
+}
+
+// The result cache: a static inspect after a run returns what the run
+// read; another module (another sha256, in the same place) does not get
+// it; a damaged entry, or one naming other bytes, is a miss and no error.
+func TestInspectResultCache(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt := newRuntime(t, runtime.WithCompilationCacheDir(dir))
+	a, b := computedModule(t, 3), computedModule(t, 5)
+
+	before, err := rt.Inspect(ctx, a, static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.ABIVersionKnown || before.DeclaredKnown {
+		t.Fatalf("computed values known before any run: %+v", before)
+	}
+	ran, err := rt.Inspect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran.ABIVersion != 1 || ran.Declared != 3 || ran.DeclaredFrom != runtime.FromExportCall {
+		t.Fatalf("run: %+v", ran)
+	}
+	check := func(name string, wasm []byte, want bool, version int32, declared abi.Capability) {
+		t.Helper()
+		// A new runtime, as a new process would have.
+		info, err := newRuntime(t, runtime.WithCompilationCacheDir(dir)).Inspect(ctx, wasm, static)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := info.ABIVersionKnown && info.DeclaredKnown && info.ABIVersionFrom == runtime.FromCache && info.DeclaredFrom == runtime.FromCache
+		if got != want || (want && (info.ABIVersion != version || info.Declared != declared)) {
+			t.Errorf("%s: cached %v (want %v): version %d from %v, declared %#x from %v", name, got, want,
+				info.ABIVersion, info.ABIVersionFrom, uint64(info.Declared), info.DeclaredFrom)
+		}
+		if !want && (info.ABIVersionKnown || info.DeclaredKnown) {
+			t.Errorf("%s: values known without a cache hit: %+v", name, info)
+		}
+	}
+	check("the module that ran", a, true, 1, 3)
+	check("another module", b, false, 0, 0)
+
+	entryA := entryOf(t, dir, ran.SHA256)
+	good, err := os.ReadFile(entryA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A's entry put where B's would be: it names A's bytes, not B's.
+	infoB, err := rt.Inspect(ctx, b, static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entryB := filepath.Join(filepath.Dir(entryA), infoB.SHA256+".json")
+	if err := os.WriteFile(entryB, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("another module given the first one's entry", b, false, 0, 0)
+
+	for name, damaged := range map[string][]byte{
+		"truncated":   good[:len(good)/2],
+		"not JSON":    []byte("\x00\xff garbage"),
+		"empty":       nil,
+		"oversized":   append(append([]byte{}, good[:len(good)-1]...), append(bytes.Repeat([]byte(" "), 5000), '}')...),
+		"other host":  bytes.Replace(good, []byte(`"host":"`+runtime.Version+`"`), []byte(`"host":"0.0.0-other"`), 1),
+		"other sha":   bytes.Replace(good, []byte(ran.SHA256), []byte(infoB.SHA256), 1),
+		"wrong types": []byte(`{"sha256":1,"abiVersion":"one"}`),
+	} {
+		if err := os.WriteFile(entryA, damaged, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check("entry "+name, a, false, 0, 0)
+	}
+	// The damaged entry is replaced by the next run's.
+	if _, err := rt.Inspect(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	check("after a new run", a, true, 1, 3)
+}
+
+// entryOf is the result cache entry of the module sum in the cache dir.
+func entryOf(t *testing.T, dir, sum string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*", sum+".json"))
+	if err != nil || len(m) != 1 {
+		t.Fatalf("the cache entry of %s: %q, %v", sum, m, err)
+	}
+	return m[0]
+}
+
+// A static inspect runs none of the module's code: an _initialize that
+// loops forever and exports that would trap change nothing, and it returns
+// at once; a run reports them. Neither does it validate code: a body that
+// does not type-check passes a static inspect, which says so
+// (CodeValidated), and fails a run.
+func TestInspectStaticRunsNoCode(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, runtime.WithCompilationCacheDir(t.TempDir()),
+		runtime.WithDefaultPolicy(runtime.Policy{LoadTimeout: runtime.Duration(500 * time.Millisecond)}))
+	loops := assemble(t, inspectModule("(unreachable)", "(unreachable)", nil,
+		`  (func (export "_initialize") (loop (br 0)))`))
+	start := time.Now()
+	info, err := rt.Inspect(ctx, loops, static)
+	if took := time.Since(start); took > 250*time.Millisecond {
+		t.Errorf("static inspect took %v: did it run the module?", took)
+	}
+	if err != nil || len(info.Problems) != 0 || info.ABIVersionKnown || info.DeclaredKnown || info.CodeValidated {
+		t.Errorf("static inspect of a module whose code loops and traps: %+v, %v", info, err)
+	}
+	ran, err := rt.Inspect(ctx, loops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := strings.Join(ran.Problems, "\n"); !strings.Contains(all, abi.ExportInitialize) {
+		t.Errorf("run: the looping _initialize is not among the problems: %q", ran.Problems)
+	}
+	traps := assemble(t, inspectModule("(unreachable)", "(unreachable)", nil, ""))
+	ran, err = rt.Inspect(ctx, traps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := strings.Join(ran.Problems, "\n"); !strings.Contains(all, abi.ExportABIVersion) || !strings.Contains(all, abi.ExportCapabilities) || ran.ABIVersionKnown {
+		t.Errorf("run: the trapping exports are not among the problems: %+v", ran)
+	}
+
+	// (func (export "f") (result i32) (i64.const 0)): decodes, does not
+	// validate (wat2wasm would refuse to assemble it).
+	invalid := []byte("\x00asm\x01\x00\x00\x00" +
+		"\x01\x05\x01\x60\x00\x01\x7f" + // type: (func (result i32))
+		"\x03\x02\x01\x00" + // function 0 of type 0
+		"\x07\x05\x01\x01f\x00\x00" + // export "f"
+		"\x0a\x06\x01\x04\x00\x42\x00\x0b") // code: i64.const 0, end
+	if info, err := rt.Inspect(ctx, invalid, static); err != nil || info.CodeValidated {
+		t.Errorf("static inspect of a body that does not validate: %+v, %v", info, err)
+	}
+	if _, err := rt.Inspect(ctx, invalid); !errors.Is(err, runtime.ErrInvalidModule) {
+		t.Errorf("run of a body that does not validate: want ErrInvalidModule, got %v", err)
+	}
+}
+
+// A static inspect checks the host's limits as a load does: a module over
+// them is an error, not a description; so is one that does not decode.
+func TestInspectStaticLimits(t *testing.T) {
+	rt := newRuntime(t, runtime.WithCompilationCacheDir(t.TempDir()))
+	for name, wasm := range map[string][]byte{
+		"start section": startLoops(),
+		"truncated":     []byte("\x00asm\x01\x00\x00\x00\x01\xff"),
+		"not wasm":      []byte("hello"),
+	} {
+		if _, err := rt.Inspect(context.Background(), wasm, static); !errors.Is(err, runtime.ErrInvalidModule) {
+			t.Errorf("%s: want ErrInvalidModule, got %v", name, err)
+		}
 	}
 }

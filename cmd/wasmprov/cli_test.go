@@ -54,25 +54,59 @@ func TestCallFake(t *testing.T) {
 }
 
 func TestInspect(t *testing.T) {
-	out, err := run(t, "inspect", "-cache", testguest.CompilationCacheDir(t), testguest.Build(t, "examples/hostcalls"))
+	hostcalls := testguest.Build(t, "examples/hostcalls")
+	// Static, with no cache: a Go guest's exports are no constants, so
+	// the values are unknown, and the output says how to read them.
+	out, err := run(t, "inspect", "-cache", "", hostcalls)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"abi version:   1", "capabilities:  log, http, machine_update, pv_list, config_var",
-		"wasmprov_validate (func (result i32))", "valid:         yes"} {
+	for _, want := range []string{"inspected:     statically: nothing compiled, no guest code run, function bodies not validated",
+		"abi version:   unknown without running the module (-run calls wasmprov_abi_version)",
+		"capabilities:  unknown without running the module (-run calls wasmprov_capabilities)",
+		"wasmprov_validate (func (result i32))", "valid:         yes, as far as read without compiling (function bodies not validated"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("inspect output lacks %q:\n%s", want, out)
+			t.Errorf("static inspect output lacks %q:\n%s", want, out)
 		}
 	}
-	bad := filepath.Join(testguest.Root(), "runtime", "testdata", "abi", "missing_export.wasm")
-	out, err = run(t, "inspect", "-cache", testguest.CompilationCacheDir(t), bad)
-	if err == nil || !strings.Contains(out, `missing export "wasmprov_delete"`) {
-		t.Fatalf("inspect of an invalid module: err=%v\n%s", err, out)
+	// -run calls the exports, and leaves their values in the cache for a
+	// static inspect, which says where it took them.
+	cache := testguest.CompilationCacheDir(t)
+	out, err = run(t, "inspect", "-run", "-cache", cache, hostcalls)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// What the invalid module exports soundly is read all the same.
-	for _, want := range []string{"abi version:   1 (host implements 1)", "capabilities:  (none)", "wasmprov_get (func (result i32))"} {
+	for _, want := range []string{"inspected:     compiled and run (-run)",
+		"abi version:   1 (host implements 1) [from a call of wasmprov_abi_version]",
+		"capabilities:  log, http, machine_update, pv_list, config_var [from a call of wasmprov_capabilities]",
+		"wasmprov_validate (func (result i32))", "valid:         yes\n"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("inspect of an invalid module lacks %q:\n%s", want, out)
+			t.Errorf("inspect -run output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run(t, "inspect", "-cache", cache, hostcalls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"inspected:     statically",
+		"abi version:   1 (host implements 1) [from the cache: an earlier -run called wasmprov_abi_version on these bytes]",
+		"capabilities:  log, http, machine_update, pv_list, config_var [from the cache: an earlier -run called wasmprov_capabilities on these bytes]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("static inspect after -run lacks %q:\n%s", want, out)
+		}
+	}
+
+	bad := filepath.Join(testguest.Root(), "runtime", "testdata", "abi", "missing_export.wasm")
+	for _, mode := range [][]string{nil, {"-run"}} {
+		out, err = run(t, append(append([]string{"inspect"}, mode...), "-cache", cache, bad)...)
+		if err == nil || !strings.Contains(out, `missing export "wasmprov_delete"`) {
+			t.Fatalf("inspect %q of an invalid module: err=%v\n%s", mode, err, out)
+		}
+		// What the invalid module exports soundly is read all the same.
+		for _, want := range []string{"abi version:   1 (host implements 1)", "capabilities:  (none)", "wasmprov_get (func (result i32))"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("inspect %q of an invalid module lacks %q:\n%s", mode, want, out)
+			}
 		}
 	}
 }

@@ -19,21 +19,38 @@ func init() {
 
 func runInspect(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables); the one call and serve use, so a module inspected once starts fast everywhere")
+	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables); the one call and serve use. -run keeps the module's ABI version and capabilities there, for later static inspects of the same bytes")
+	run := fs.Bool("run", false, "compile the module and run its exports (_initialize, wasmprov_abi_version, wasmprov_capabilities) with no capability granted, under the load deadline: validates the code and reads values a static inspect cannot")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wasmprov inspect PROVIDER.wasm\n\n"+
+		fmt.Fprintln(fs.Output(), "usage: wasmprov inspect [-run] PROVIDER.wasm\n\n"+
 			"Describes the module: size, digest, ABI version, declared capabilities, exports\n"+
 			"and imports, and every problem that would make the host refuse it (exit status 1\n"+
-			"if there is one). What can be read is shown even for an invalid module.")
+			"if there is one). What can be read is shown even for an invalid module.\n\n"+
+			"By default the module is read statically: nothing is compiled, none of its code\n"+
+			"runs, function bodies are not validated. The ABI version and capabilities are\n"+
+			"then known only if the exports return constants, or if an earlier -run of the\n"+
+			"same bytes (same sha256) left them in the cache; each is shown with its source.\n"+
+			"-run compiles and instantiates the module and calls the exports.")
+		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	// Flags before and after the module, as call takes them: `inspect
+	// m.wasm -run` must not read -run as a second module.
+	var pos []string
+	for len(args) > 0 {
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		if args = fs.Args(); len(args) > 0 {
+			pos, args = append(pos, args[0]), args[1:]
+		}
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
+		fs.SetOutput(stderr) // parseFlags did not run without arguments
 		fs.Usage()
 		return fmt.Errorf("want one module")
 	}
-	wasm, err := os.ReadFile(fs.Arg(0))
+	path := pos[0]
+	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
@@ -46,23 +63,34 @@ func runInspect(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	info, err := rt.Inspect(ctx, wasm)
+	mode := runtime.InspectStatic
+	if *run {
+		mode = runtime.InspectRun
+	}
+	info, err := rt.Inspect(ctx, wasm, runtime.WithInspectMode(mode))
 	if err != nil {
 		return err
 	}
 	w := stdout
-	fmt.Fprintf(w, "module:        %s\n", fs.Arg(0))
+	fmt.Fprintf(w, "module:        %s\n", path)
 	fmt.Fprintf(w, "size:          %d bytes\n", info.Size)
 	fmt.Fprintf(w, "sha256:        %s\n", info.SHA256)
-	version, caps := "unknown (could not be read)", "unknown (could not be read)"
-	if info.ABIVersionKnown {
-		version = fmt.Sprint(info.ABIVersion)
+	if info.Mode == runtime.InspectStatic {
+		fmt.Fprintf(w, "inspected:     statically: nothing compiled, no guest code run, function bodies not validated (-run compiles and runs)\n")
+	} else {
+		fmt.Fprintf(w, "inspected:     compiled and run (-run): _initialize and the scalar exports called, no capability granted\n")
 	}
-	if info.DeclaredKnown {
-		caps = declaredList(info.Declared)
+	var mdVersion, mdCaps string
+	if md := info.Metadata; md != nil {
+		if md.ABIVersion != 0 {
+			mdVersion = fmt.Sprint(md.ABIVersion)
+		}
+		mdCaps = strings.Join(md.Capabilities, ", ")
 	}
-	fmt.Fprintf(w, "abi version:   %s (host implements %d)\n", version, abi.Version)
-	fmt.Fprintf(w, "capabilities:  %s\n", caps)
+	fmt.Fprintf(w, "abi version:   %s\n", valueLine(info, info.ABIVersionKnown, info.ABIVersionFrom,
+		fmt.Sprintf("%d (host implements %d)", info.ABIVersion, abi.Version), abi.ExportABIVersion, mdVersion))
+	fmt.Fprintf(w, "capabilities:  %s\n", valueLine(info, info.DeclaredKnown, info.DeclaredFrom,
+		declaredList(info.Declared), abi.ExportCapabilities, mdCaps))
 	printMetadata(w, info.Metadata)
 	fmt.Fprintf(w, "exports:\n")
 	for _, e := range info.Exports {
@@ -79,8 +107,39 @@ func runInspect(ctx context.Context, args []string) error {
 		}
 		return fmt.Errorf("module is not a valid ABI v%d provider", abi.Version)
 	}
+	if !info.CodeValidated {
+		fmt.Fprintf(w, "valid:         yes, as far as read without compiling (function bodies not validated: -run compiles them)\n")
+		return nil
+	}
 	fmt.Fprintf(w, "valid:         yes\n")
 	return nil
+}
+
+// valueLine is the ABI version or capability line: the value and where it
+// was read (an export's constant body, a call of the export, the cached
+// result of an earlier call), or why it is unknown and what the metadata
+// declares instead, labelled as a declaration: the module's code may say
+// otherwise, and the code is what the host believes.
+func valueLine(info *runtime.ModuleInfo, known bool, from runtime.ValueSource, value, export, declared string) string {
+	if known {
+		switch from {
+		case runtime.FromConstant:
+			return fmt.Sprintf("%s [from %s's constant body]", value, export)
+		case runtime.FromExportCall:
+			return fmt.Sprintf("%s [from a call of %s]", value, export)
+		case runtime.FromCache:
+			return fmt.Sprintf("%s [from the cache: an earlier -run called %s on these bytes]", value, export)
+		}
+		return value
+	}
+	why := "unknown (could not be read)"
+	if info.Mode == runtime.InspectStatic {
+		why = "unknown without running the module (-run calls " + export + ")"
+	}
+	if declared != "" {
+		why += "; the metadata declares " + declared + " (not read from the code)"
+	}
+	return why
 }
 
 func capList(c abi.Capability) string {
