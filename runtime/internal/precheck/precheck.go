@@ -10,7 +10,7 @@
 // memory past MaxTableEntries entries a table.
 //
 // Check returns the module to compile (the input itself unless a table
-// needed a maximum or data segments merge: mergedata.go) or an error: one wrapping ErrRejected (a *Rejection,
+// needed a maximum) or an error: one wrapping ErrRejected (a *Rejection,
 // naming the limit) or one wrapping ErrMalformed (the module does not
 // decode). Both mean the module is invalid for the host.
 package precheck
@@ -52,23 +52,21 @@ type Stats struct {
 	BulkInstructions  int // bulk memory and table instructions and memory.grow over the module
 	FlowUnits         int // control-flow units over the module
 	TablesRewritten   int // tables with no maximum (Check: or one above MaxTableEntries), which Check gives one
-	DataMerged        int // data segments Check merges into the one before them (mergedata.go)
 }
 
 // Check checks wasm against l (zero fields: DefaultLimits) and returns
 // the module to compile: wasm itself, not a copy, unless a table has no
 // maximum or one above MaxTableEntries, which the returned copy sets to
-// MaxTableEntries, or data segments merge (mergedata.go), which the
-// returned copy merges.
+// MaxTableEntries.
 func Check(wasm []byte, l Limits) ([]byte, error) {
 	c := checker{l: l.withDefaults(), wasm: wasm}
 	if err := c.run(); err != nil {
 		return nil, err
 	}
-	if len(c.rewrites) == 0 && !c.mergeData() {
+	if len(c.rewrites) == 0 {
 		return wasm, nil
 	}
-	return c.rewrite(), nil
+	return c.rewriteTables(), nil
 }
 
 // Measure returns what wasm has for each limit, checking none (it still
@@ -111,10 +109,6 @@ type checker struct {
 
 	tableSec wasmbin.Section
 	rewrites []wasmbin.Limits // tables to give MaxTableEntries as maximum
-
-	dataSec   wasmbin.Section
-	dataCount bool // a data count section: segments are numbered, not merged
-	merge     dataMerger
 }
 
 // exceed returns the rejection for a limit exceeded.
@@ -195,7 +189,6 @@ func (c *checker) section(s *wasmbin.Section) error {
 	case wasmbin.SectionIDElement:
 		err = c.elements(s, &r)
 	case wasmbin.SectionIDDataCount:
-		c.dataCount = true
 		_, err = r.U32()
 	case wasmbin.SectionIDCode:
 		err = c.code(s, &r)
@@ -451,14 +444,12 @@ func (c *checker) data(s *wasmbin.Section, r *wasmbin.Reader) error {
 		return err
 	}
 	c.st.DataSegments = int(n)
-	c.dataSec = *s
 	var total uint64
 	for i := uint32(0); i < n; i++ {
 		seg, err := r.ReadDataSegment()
 		if err != nil {
 			return err
 		}
-		c.merge.next(&seg)
 		total += uint64(len(seg.Init))
 		if total > uint64(c.l.MaxDataBytes) {
 			return exceed("MaxDataBytes", total, c.l.MaxDataBytes, seg.Offset, at(fmt.Sprintf("data segment %d", i), seg.Offset),
@@ -466,8 +457,5 @@ func (c *checker) data(s *wasmbin.Section, r *wasmbin.Reader) error {
 		}
 	}
 	c.st.DataBytes = int(total)
-	if c.mergeData() {
-		c.st.DataMerged = c.merge.merges
-	}
 	return nil
 }
