@@ -167,6 +167,7 @@ func (w *rewriter) rewrite(m *module, adds []addition) []section {
 			outSecs = append(outSecs, section{a.id, a.vec()})
 		}
 	}
+	outSecs = dropCustomSections(outSecs)
 	if w.remap {
 		// After the code section, wherever the name section is: label
 		// names need the checks instrumentCode inserted.
