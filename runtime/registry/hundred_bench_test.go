@@ -104,7 +104,9 @@ func BenchmarkHundredProviders(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			run := hundredRun{Dir: dir, Cache: testguest.CompilationCacheDir(b), IdleTimeout: 100 * time.Millisecond}
+			// The idle timeout outlasts the n first calls, so that every
+			// instance they start is still there when the RSS is read.
+			run := hundredRun{Dir: dir, Cache: testguest.CompilationCacheDir(b), IdleTimeout: 3 * time.Second}
 			runHundredChild(b, run) // warms the cache
 			var sum hundredResult
 			for b.Loop() {
@@ -172,6 +174,10 @@ const hundredResultPrefix = "hundred-result: "
 // hundredHeapProfileEnv names a file the child writes a heap profile of
 // the idle registry to (go tool pprof -sample_index=inuse_space).
 const hundredHeapProfileEnv = "WASMPROV_HUNDRED_HEAP_PROFILE"
+
+// hundredCPUProfileEnv names a file the child writes a CPU profile of
+// LoadDir to.
+const hundredCPUProfileEnv = "WASMPROV_HUNDRED_CPU_PROFILE"
 
 func writeHeapProfile(path string) error {
 	f, err := os.Create(path)
@@ -247,11 +253,23 @@ func measureHundred(run hundredRun) (hundredResult, error) {
 	if res.RSSBaseMiB, err = settledRSS(); err != nil {
 		return res, err
 	}
+	if path := os.Getenv(hundredCPUProfileEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, err
+		}
+	}
 	start := time.Now()
-	if err := reg.LoadDir(ctx, run.Dir); err != nil {
+	err = reg.LoadDir(ctx, run.Dir)
+	res.LoadSeconds = time.Since(start).Seconds()
+	pprof.StopCPUProfile() // a no-op when not profiling
+	if err != nil {
 		return res, err
 	}
-	res.LoadSeconds = time.Since(start).Seconds()
 	names := reg.Names()
 	res.Providers = len(names)
 	var handles []*registry.Handle
@@ -293,6 +311,11 @@ func measureHundred(run hundredRun) (hundredResult, error) {
 	}
 	if res.RSSOneEachMiB, err = settledRSS(); err != nil {
 		return res, err
+	}
+	for _, h := range handles {
+		if live := h.Current().PoolStats().Live; live != 1 {
+			return res, fmt.Errorf("%s: reaped before the RSS was read (%d live): the first calls took longer than the idle timeout", h.Name(), live)
+		}
 	}
 	slices.Sort(lat)
 	res.FirstCallP50ms, res.FirstCallMaxms = lat[len(lat)/2], lat[len(lat)-1]
