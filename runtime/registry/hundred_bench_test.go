@@ -50,7 +50,10 @@ func TestMain(m *testing.M) {
 //   - ms-first-call-p50 and -max: a call (the smoke call: AddDefaults of an
 //     empty spec) to each provider holding no instance, which starts one;
 //   - MiB-RSS-1inst/provider: what the first calls added (each provider
-//     then holds one idle instance), over n.
+//     then holds one idle instance), over n; MiB-goheap-1inst/provider the
+//     part of it in the host's Go heap (wazero's per-instance structures),
+//     the rest being mostly the instance's linear memory (mmap'd, runtime/
+//     internal/mmapmem: only touched pages count).
 //
 // Each run is a new process (this test binary started again, see TestMain):
 // RSS and the Go heap of one n must not carry over into the next, and the
@@ -118,6 +121,7 @@ func BenchmarkHundredProviders(b *testing.B) {
 				sum.FirstCallP50ms += r.FirstCallP50ms
 				sum.FirstCallMaxms = max(sum.FirstCallMaxms, r.FirstCallMaxms)
 				sum.HeapIdleMiB += r.HeapIdleMiB
+				sum.HeapOneEachMiB += r.HeapOneEachMiB
 			}
 			f, n := float64(b.N), float64(c.n)
 			b.ReportMetric(sum.LoadSeconds/f, "s-load")
@@ -126,6 +130,7 @@ func BenchmarkHundredProviders(b *testing.B) {
 			b.ReportMetric((sum.RSSIdleMiB-sum.RSSBaseMiB)/f/n, "MiB-RSS-idle/provider")
 			b.ReportMetric(sum.HeapIdleMiB/f, "MiB-goheap-idle")
 			b.ReportMetric((sum.RSSOneEachMiB-sum.RSSIdleMiB)/f/n, "MiB-RSS-1inst/provider")
+			b.ReportMetric((sum.HeapOneEachMiB-sum.HeapIdleMiB)/f/n, "MiB-goheap-1inst/provider")
 			b.ReportMetric(sum.FirstCallP50ms/f, "ms-first-call-p50")
 			b.ReportMetric(sum.FirstCallMaxms, "ms-first-call-max")
 		})
@@ -164,6 +169,7 @@ type hundredResult struct {
 	RSSIdleMiB     float64
 	RSSOneEachMiB  float64
 	HeapIdleMiB    float64
+	HeapOneEachMiB float64
 	FirstCallP50ms float64
 	FirstCallMaxms float64
 	Error          string
@@ -312,6 +318,8 @@ func measureHundred(run hundredRun) (hundredResult, error) {
 	if res.RSSOneEachMiB, err = settledRSS(); err != nil {
 		return res, err
 	}
+	goruntime.ReadMemStats(&ms)
+	res.HeapOneEachMiB = float64(ms.HeapInuse) / (1 << 20)
 	for _, h := range handles {
 		if live := h.Current().PoolStats().Live; live != 1 {
 			return res, fmt.Errorf("%s: reaped before the RSS was read (%d live): the first calls took longer than the idle timeout", h.Name(), live)
