@@ -6,7 +6,7 @@ import "errors"
 // instrumented modules key the cache by it: bump it whenever InstrumentWith's
 // output for some input changes (the golden tests pin the bytes, so such a
 // change fails them first). 5: custom sections other than "name" are
-// dropped.
+// dropped, and adjacent data segments merged (mergeData).
 const FormatVersion = 5
 
 // MemoryName is the export name of the interrupt flag's memory in

@@ -160,6 +160,9 @@ func (w *rewriter) rewrite(m *module, adds []addition) []section {
 		if s.id == wasmbin.SectionIDCode {
 			s.body = w.instrumentCode(s.body)
 		}
+		if s.id == wasmbin.SectionIDData && !m.have[wasmbin.SectionIDDataCount] {
+			s.body = mergeData(s.body)
+		}
 		outSecs = append(outSecs, s)
 	}
 	for i, a := range adds {
