@@ -63,45 +63,34 @@ func TestMain(m *testing.M) {
 //
 // The modules: examples/fake annotated with n names (metadata.Write: the
 // code is identical, only the wasmprov.metadata section differs, so they
-// share one compilation), and for "mixed" three real ones besides
+// share one compilation); for "mixed" 97 of them and three real ones
 // (examples/hostcalls, examples/hetzner and the C fake, which needs clang:
-// make c-guests).
+// make c-guests); for "hetzner" the Hetzner guest with 10 names.
 //
 //	WASMPROV_TEST_CACHE=/tmp/wasmprov-cache go test -run '^$' \
 //	  -bench BenchmarkHundredProviders -benchtime 1x ./runtime/registry/
 func BenchmarkHundredProviders(b *testing.B) {
-	fake, err := os.ReadFile(testguest.Build(b, "examples/fake"))
-	if err != nil {
-		b.Fatal(err)
-	}
 	work := b.TempDir()
-	// One annotated copy per name, linked into each run's directory.
-	fakes := make([]string, 100)
-	for i := range fakes {
-		name := fmt.Sprintf("fake-%03d", i)
-		wasm, err := metadata.Write(fake, &metadata.Metadata{Name: name, Version: "0.1.0"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		fakes[i] = filepath.Join(work, name+".wasm")
-		if err := os.WriteFile(fakes[i], wasm, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fakes := annotatedCopies(b, work, "examples/fake", "fake", 100)
 	for _, c := range []struct {
 		name string
 		n    int
-		real bool
-	}{{"fake/n=1", 1, false}, {"fake/n=10", 10, false}, {"fake/n=100", 100, false}, {"mixed/n=100", 100, true}} {
+		mods func(b *testing.B) []string
+	}{
+		{"fake/n=1", 1, func(*testing.B) []string { return fakes[:1] }},
+		{"fake/n=10", 10, func(*testing.B) []string { return fakes[:10] }},
+		{"fake/n=100", 100, func(*testing.B) []string { return fakes }},
+		{"mixed/n=100", 100, func(b *testing.B) []string { return append(slices.Clip(fakes[:97]), realGuests(b, work)...) }},
+		// A large real guest (11.5 MB, 100,000 data segments): what one
+		// instance of it costs, and its first call.
+		{"hetzner/n=10", 10, func(b *testing.B) []string { return annotatedCopies(b, work, "examples/hetzner", "hetzner", 10) }},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := filepath.Join(work, strings.NewReplacer("/", "-", "=", "").Replace(c.name))
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				b.Fatal(err)
 			}
-			mods := fakes[:c.n]
-			if c.real {
-				mods = append(slices.Clip(fakes[:c.n-3]), realGuests(b, work)...)
-			}
+			mods := c.mods(b)
 			for _, m := range mods {
 				if err := os.Link(m, filepath.Join(dir, filepath.Base(m))); err != nil {
 					b.Fatal(err)
@@ -119,7 +108,9 @@ func BenchmarkHundredProviders(b *testing.B) {
 				sum.RSSIdleMiB += r.RSSIdleMiB
 				sum.RSSOneEachMiB += r.RSSOneEachMiB
 				sum.FirstCallP50ms += r.FirstCallP50ms
-				sum.FirstCallMaxms = max(sum.FirstCallMaxms, r.FirstCallMaxms)
+				if r.FirstCallMaxms > sum.FirstCallMaxms {
+					sum.FirstCallMaxms, sum.FirstCallSlowest = r.FirstCallMaxms, r.FirstCallSlowest
+				}
 				sum.HeapIdleMiB += r.HeapIdleMiB
 				sum.HeapOneEachMiB += r.HeapOneEachMiB
 			}
@@ -133,8 +124,33 @@ func BenchmarkHundredProviders(b *testing.B) {
 			b.ReportMetric((sum.HeapOneEachMiB-sum.HeapIdleMiB)/f/n, "MiB-goheap-1inst/provider")
 			b.ReportMetric(sum.FirstCallP50ms/f, "ms-first-call-p50")
 			b.ReportMetric(sum.FirstCallMaxms, "ms-first-call-max")
+			b.Logf("slowest first call: %s, %.1f ms", sum.FirstCallSlowest, sum.FirstCallMaxms)
 		})
 	}
+}
+
+// annotatedCopies writes n copies of the Go guest in guestDir into dir,
+// each annotated with a name of its own (prefix-000, ...), and returns
+// their paths: the runs link them into their directories.
+func annotatedCopies(b *testing.B, dir, guestDir, prefix string, n int) []string {
+	b.Helper()
+	wasm, err := os.ReadFile(testguest.Build(b, guestDir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths := make([]string, n)
+	for i := range paths {
+		name := fmt.Sprintf("%s-%03d", prefix, i)
+		annotated, err := metadata.Write(wasm, &metadata.Metadata{Name: name, Version: "0.1.0"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		paths[i] = filepath.Join(dir, name+".wasm")
+		if err := os.WriteFile(paths[i], annotated, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return paths
 }
 
 // realGuests builds the real guests of the mixed run into dir.
@@ -172,13 +188,16 @@ type hundredResult struct {
 	HeapOneEachMiB float64
 	FirstCallP50ms float64
 	FirstCallMaxms float64
-	Error          string
+	// FirstCallSlowest names the provider whose first call took longest.
+	FirstCallSlowest string
+	Error            string
 }
 
 const hundredResultPrefix = "hundred-result: "
 
 // hundredHeapProfileEnv names a file the child writes a heap profile of
-// the idle registry to (go tool pprof -sample_index=inuse_space).
+// the idle registry to (go tool pprof -sample_index=inuse_space), and one
+// with an instance per provider to the same name with ".1inst" appended.
 const hundredHeapProfileEnv = "WASMPROV_HUNDRED_HEAP_PROFILE"
 
 // hundredCPUProfileEnv names a file the child writes a CPU profile of
@@ -310,7 +329,11 @@ func measureHundred(run hundredRun) (hundredResult, error) {
 		if err := registry.DefaultSmokeTest(ctx, h.ContextProvider()); err != nil {
 			return res, fmt.Errorf("%s: %w", h.Name(), err)
 		}
-		lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+		ms := float64(time.Since(t).Microseconds()) / 1000
+		if len(lat) == 0 || ms > slices.Max(lat) {
+			res.FirstCallSlowest = h.Name()
+		}
+		lat = append(lat, ms)
 		if live := h.Current().PoolStats().Live; live != 1 {
 			return res, fmt.Errorf("%s: %d live instances after its first call, want 1", h.Name(), live)
 		}
@@ -320,6 +343,11 @@ func measureHundred(run hundredRun) (hundredResult, error) {
 	}
 	goruntime.ReadMemStats(&ms)
 	res.HeapOneEachMiB = float64(ms.HeapInuse) / (1 << 20)
+	if path := os.Getenv(hundredHeapProfileEnv); path != "" {
+		if err := writeHeapProfile(path + ".1inst"); err != nil {
+			return res, err
+		}
+	}
 	for _, h := range handles {
 		if live := h.Current().PoolStats().Live; live != 1 {
 			return res, fmt.Errorf("%s: reaped before the RSS was read (%d live): the first calls took longer than the idle timeout", h.Name(), live)
