@@ -10,8 +10,11 @@
 // Each loaded provider is compiled once and served by a capped pool of
 // instances: one caller per instance, instances that trapped or timed out
 // are thrown away, and every call runs with the deadline of its context (or
-// the policy's call timeout). What a guest may do — hosts it may reach,
-// environment variables, memory, capabilities — is its Policy.
+// the policy's call timeout). With a Policy.IdleTimeout the pool is lazy:
+// instances idle that long are closed, down to none, and the next call
+// starts one, so a process can hold many rarely called providers without an
+// instance each. What a guest may do — hosts it may reach, environment
+// variables, memory, capabilities — is its Policy.
 //
 // Inspect describes a module before it is trusted. By default it compiles
 // the module and calls its ABI version and capability exports (InspectRun);

@@ -65,9 +65,20 @@ type Policy struct {
 	MemoryLimitMiB uint32 `json:"memoryLimitMiB,omitempty"`
 	// PoolSize caps concurrent instances, hence concurrent calls (default 4).
 	PoolSize int `json:"poolSize,omitempty"`
-	// Prewarm is how many instances are created at load time (default 1;
-	// the first proves the module instantiates).
+	// Prewarm is how many instances are created at load time and kept idle
+	// (default 1; 0 with an IdleTimeout). Loading always starts one instance,
+	// which proves the module instantiates and tells its ABI version and
+	// capabilities; with Prewarm 0 it is closed once it has.
 	Prewarm int `json:"prewarm,omitempty"`
+	// IdleTimeout closes an instance that has been idle that long, down to
+	// none: a provider called rarely holds no instance (no memory) between
+	// calls, and the next call starts one, paying the instantiation (for a
+	// Go guest a few milliseconds; see docs/BENCHMARKS.md). With an
+	// IdleTimeout, Prewarm defaults to 0: loading leaves no instance at all
+	// until the first call. 0 (the default) keeps idle instances until the
+	// provider is closed (or MaxCallsPerInstance recycles them). An instance
+	// serving a call is never closed for idleness.
+	IdleTimeout Duration `json:"idleTimeout,omitempty"`
 	// CallTimeout bounds a call that has no earlier deadline (default 2m).
 	CallTimeout Duration `json:"callTimeout,omitempty"`
 	// LoadTimeout bounds loading the module when the caller's context has
@@ -117,8 +128,16 @@ func (p Policy) withDefaults() Policy {
 	if p.PoolSize <= 0 {
 		p.PoolSize = DefaultPoolSize
 	}
-	if p.Prewarm <= 0 {
+	switch {
+	case p.Prewarm < 0:
+		p.Prewarm = 0
+	case p.Prewarm == 0 && p.IdleTimeout <= 0:
+		// Without an idle timeout an unset Prewarm keeps the instance that
+		// loading starts, as before IdleTimeout existed.
 		p.Prewarm = 1
+	}
+	if p.IdleTimeout < 0 {
+		p.IdleTimeout = 0
 	}
 	if p.Prewarm > p.PoolSize {
 		p.Prewarm = p.PoolSize

@@ -13,6 +13,7 @@ allowedHosts: ["api.example.com", "*.example.net"]
 memoryLimitMiB: 64
 poolSize: 2
 callTimeout: 45s
+idleTimeout: 5m
 capabilities: [log, http]
 sha256: abc
 `))
@@ -20,7 +21,8 @@ sha256: abc
 		t.Fatal(err)
 	}
 	if len(p.AllowedHosts) != 2 || p.MemoryLimitMiB != 64 || p.PoolSize != 2 ||
-		time.Duration(p.CallTimeout) != 45*time.Second || len(p.Capabilities) != 2 || p.SHA256 != "abc" {
+		time.Duration(p.CallTimeout) != 45*time.Second || len(p.Capabilities) != 2 || p.SHA256 != "abc" ||
+		time.Duration(p.IdleTimeout) != 5*time.Minute {
 		t.Fatalf("parsed %+v", p)
 	}
 	if p, err := runtime.ParsePolicy([]byte("# nothing set\n")); err != nil || p.PoolSize != 0 {
@@ -31,6 +33,7 @@ sha256: abc
 		"callTimeout: 30\n",        // not a duration string
 		"capabilities: [teleport]", // unknown capability
 		"poolSize: -1\n",
+		"idleTimeout: -1s\n",
 		"poolSize: [\n",
 		"poolSize: 1\npoolSize: 2\n", // duplicate key
 	} {

@@ -39,8 +39,8 @@ func ParsePolicy(b []byte) (Policy, error) {
 	if _, err := p.grant(0); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}
-	if p.PoolSize < 0 || p.Prewarm < 0 || p.MaxHTTPResponseBytes < 0 || p.CallTimeout < 0 || p.LoadTimeout < 0 {
-		return Policy{}, fmt.Errorf("policy: poolSize, prewarm, maxHTTPResponseBytes, callTimeout and loadTimeout must not be negative")
+	if p.PoolSize < 0 || p.Prewarm < 0 || p.MaxHTTPResponseBytes < 0 || p.CallTimeout < 0 || p.LoadTimeout < 0 || p.IdleTimeout < 0 {
+		return Policy{}, fmt.Errorf("policy: poolSize, prewarm, maxHTTPResponseBytes, callTimeout, loadTimeout and idleTimeout must not be negative")
 	}
 	return p, nil
 }

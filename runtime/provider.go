@@ -111,6 +111,9 @@ type PoolStats struct {
 	// Discarded counts instances thrown away after a trap, timeout, panic or
 	// a broken invariant (never reused).
 	Discarded int64
+	// Reaped counts instances closed after idling for the policy's
+	// IdleTimeout.
+	Reaped int64
 }
 
 // PoolStats reports the provider's instance pool. A native provider
@@ -120,7 +123,8 @@ func (p *Provider) PoolStats() PoolStats {
 		return PoolStats{}
 	}
 	s := p.pool.Stats()
-	return PoolStats{Created: s.Created.Load(), Live: s.Live.Load(), InUse: s.InUse.Load(), Discarded: s.Discarded.Load()}
+	return PoolStats{Created: s.Created.Load(), Live: s.Live.Load(), InUse: s.InUse.Load(), Discarded: s.Discarded.Load(),
+		Reaped: s.Reaped.Load()}
 }
 
 // Close stops accepting calls, waits for calls in flight to finish (or ctx

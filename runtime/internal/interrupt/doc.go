@@ -11,6 +11,13 @@
 // YieldModule.YieldName, where the host can stop the call; a second global,
 // exported as StackName, bounds the call stack (stack.go).
 //
+// The output keeps only the "name" custom section (a host reads any other,
+// such as the provider metadata, from the module as shipped), so modules
+// that differ only in custom sections instrument to the same bytes and
+// share their compiled code; and it merges adjacent active data segments
+// (mergeData), which engines otherwise pay for per segment in every
+// instance.
+//
 // The rewriter decodes every instruction and fails closed: what it cannot
 // follow, or an index that would reach what it adds, is an ErrUnsupported
 // error, never a silently wrong module. Hosts key cached output by

@@ -5,8 +5,9 @@ import "errors"
 // FormatVersion names the instrumenter's output format. Hosts that cache
 // instrumented modules key the cache by it: bump it whenever InstrumentWith's
 // output for some input changes (the golden tests pin the bytes, so such a
-// change fails them first).
-const FormatVersion = 4
+// change fails them first). 5: custom sections other than "name" are
+// dropped, and adjacent data segments merged (mergeData).
+const FormatVersion = 5
 
 // MemoryName is the export name of the interrupt flag's memory in
 // FlagMemory mode. Both modes refuse a module that already exports it.

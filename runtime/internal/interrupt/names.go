@@ -7,6 +7,24 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
+// dropCustomSections drops every custom section but "name" (which trap
+// backtraces read). Nothing reads the others from the instrumented module:
+// the host reads a module's metadata ("wasmprov.metadata") from the bytes
+// as shipped. Dropping them makes modules that differ only there (a
+// provider built once and annotated with many names, producers or build
+// ids) instrument to identical bytes, which the engines key their compiled
+// code by: such modules share one compilation and its memory.
+func dropCustomSections(secs []section) []section {
+	out := secs[:0]
+	for _, s := range secs {
+		if s.id == wasmbin.SectionIDCustom && newReader(s.body).name() != "name" {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // dropMisreadNames drops a "name" custom section whose module, function or
 // local names do not fill their subsections exactly. wazero reads those
 // subsections by their content, not by their sizes, so it reads on past
@@ -66,8 +84,8 @@ func namesWellFormed(b []byte) (ok bool) {
 // remapNameSections rewrites the function indices in the "name" custom
 // sections (function, local and label names), dropping a name section it
 // cannot rewrite: names only serve stack traces and debuggers, and a wrong
-// one would misname functions. Other custom sections are copied as they
-// are.
+// one would misname functions. Other custom sections are gone by then
+// (dropCustomSections).
 func (w *rewriter) remapNameSections(secs []section) []section {
 	out := secs[:0]
 	for _, s := range secs {

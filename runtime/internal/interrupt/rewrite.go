@@ -160,6 +160,9 @@ func (w *rewriter) rewrite(m *module, adds []addition) []section {
 		if s.id == wasmbin.SectionIDCode {
 			s.body = w.instrumentCode(s.body)
 		}
+		if s.id == wasmbin.SectionIDData && !m.have[wasmbin.SectionIDDataCount] {
+			s.body = mergeData(s.body)
+		}
 		outSecs = append(outSecs, s)
 	}
 	for i, a := range adds {
@@ -167,6 +170,7 @@ func (w *rewriter) rewrite(m *module, adds []addition) []section {
 			outSecs = append(outSecs, section{a.id, a.vec()})
 		}
 	}
+	outSecs = dropCustomSections(outSecs)
 	if w.remap {
 		// After the code section, wherever the name section is: label
 		// names need the checks instrumentCode inserted.

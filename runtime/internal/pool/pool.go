@@ -6,8 +6,10 @@ package pool
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is returned by Get after Close.
@@ -22,15 +24,49 @@ type Item interface {
 
 // Pool hands out items one caller at a time. At most Max items exist at
 // once; Get blocks while all are in use.
+//
+// A slot token is held for every item in use, being made, or being closed
+// by the reaper; idle items hold none. So once Close has taken every slot
+// (drain), no item of the pool is open or being closed.
 type Pool[T Item] struct {
 	newItem func(context.Context) (T, error)
 	slots   chan struct{} // a token per item that may exist
 	mu      sync.Mutex
-	idle    []T
+	// idle is a stack: Get takes the most recently used item (its memory is
+	// the warmest), so the oldest idle items are at the front, where the
+	// reaper takes them.
+	idle    []idleItem[T]
 	closed  bool
 	stats   Stats
 	done    chan struct{} // closed by Close: wakes waiting Gets
 	drained chan struct{} // closed once, after Close, every item is back and closed
+
+	// idleTimeout > 0: an item idle that long is closed (reap). reaper is
+	// armed while an item is idle and the pool open, and stopped by Close.
+	idleTimeout time.Duration
+	reaper      *time.Timer
+	reapCtx     context.Context // what reaped items are closed with
+}
+
+type idleItem[T Item] struct {
+	it    T
+	since time.Time // when it became idle; zero without an idle timeout
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	idleTimeout time.Duration
+	reapCtx     context.Context
+}
+
+// WithIdleTimeout closes an item once it has been idle for d, down to no
+// item at all: the next Get makes one. d <= 0 (the default) keeps idle
+// items until Close. ctx is what reaped items are closed with (their
+// Close must not depend on a caller's context: none is waiting).
+func WithIdleTimeout(ctx context.Context, d time.Duration) Option {
+	return func(o *options) { o.idleTimeout, o.reapCtx = d, ctx }
 }
 
 // Stats counts what the pool did. Read it with Stats().
@@ -39,15 +75,31 @@ type Stats struct {
 	Discarded atomic.Int64 // closed because unhealthy or retired
 	Live      atomic.Int64 // created and not yet closed
 	InUse     atomic.Int64
+	Reaped    atomic.Int64 // closed after the idle timeout
 }
 
 // New returns a pool of at most max items made by newItem.
-func New[T Item](max int, newItem func(context.Context) (T, error)) *Pool[T] {
+func New[T Item](max int, newItem func(context.Context) (T, error), opts ...Option) *Pool[T] {
 	if max < 1 {
 		max = 1
 	}
-	return &Pool[T]{newItem: newItem, slots: make(chan struct{}, max), done: make(chan struct{}), drained: make(chan struct{})}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	p := &Pool[T]{newItem: newItem, slots: make(chan struct{}, max), done: make(chan struct{}), drained: make(chan struct{})}
+	if o.idleTimeout > 0 {
+		p.idleTimeout, p.reapCtx = o.idleTimeout, o.reapCtx
+		if p.reapCtx == nil {
+			p.reapCtx = context.Background()
+		}
+	}
+	return p
 }
+
+// IdleTimeout is how long an item may stay idle before it is closed (0:
+// forever).
+func (p *Pool[T]) IdleTimeout() time.Duration { return p.idleTimeout }
 
 // Max is the pool's capacity.
 func (p *Pool[T]) Max() int { return cap(p.slots) }
@@ -77,7 +129,8 @@ func (p *Pool[T]) Get(ctx context.Context) (T, error) {
 		return zero, ErrClosed
 	}
 	if n := len(p.idle); n > 0 {
-		it := p.idle[n-1]
+		it := p.idle[n-1].it
+		p.idle[n-1] = idleItem[T]{}
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		p.stats.InUse.Add(1)
@@ -102,7 +155,7 @@ func (p *Pool[T]) Put(ctx context.Context, it T, healthy bool) {
 	p.stats.InUse.Add(-1)
 	p.mu.Lock()
 	if healthy && !p.closed {
-		p.idle = append(p.idle, it)
+		p.pushIdleLocked(it)
 		p.mu.Unlock()
 		p.release()
 		return
@@ -133,10 +186,66 @@ func (p *Pool[T]) Adopt(it T) bool {
 	if p.closed || len(p.slots)+len(p.idle) > cap(p.slots) {
 		return false
 	}
-	p.idle = append(p.idle, it)
+	p.pushIdleLocked(it)
 	p.stats.Created.Add(1)
 	p.stats.Live.Add(1)
 	return true
+}
+
+// pushIdleLocked makes it idle, timestamped and the reaper armed when
+// there is an idle timeout. p.mu is held.
+func (p *Pool[T]) pushIdleLocked(it T) {
+	if p.idleTimeout <= 0 {
+		p.idle = append(p.idle, idleItem[T]{it: it})
+		return
+	}
+	p.idle = append(p.idle, idleItem[T]{it: it, since: time.Now()})
+	if p.reaper == nil {
+		p.reaper = time.AfterFunc(p.idleTimeout, p.reap)
+	}
+}
+
+// reap closes the items idle for the idle timeout or longer, oldest
+// first, and re-arms itself for the next one to expire. It holds a slot
+// while it closes an item, so Close (which waits for every slot) never
+// returns — nor its owner release what items share — while an item is
+// being closed here; an item in use is never idle, so never reaped.
+func (p *Pool[T]) reap() {
+	for {
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			// Every slot is taken: every item is in use or being made
+			// (none idle), or Close is draining. Whoever returns an item
+			// re-arms the reaper (the timer is dropped below).
+			p.mu.Lock()
+			p.reaper = nil
+			if len(p.idle) > 0 && !p.closed {
+				p.reaper = time.AfterFunc(p.idleTimeout, p.reap)
+			}
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Lock()
+		if p.closed || len(p.idle) == 0 {
+			p.reaper = nil
+			p.mu.Unlock()
+			p.release()
+			return
+		}
+		if wait := p.idleTimeout - time.Since(p.idle[0].since); wait > 0 {
+			p.reaper = time.AfterFunc(wait, p.reap)
+			p.mu.Unlock()
+			p.release()
+			return
+		}
+		it := p.idle[0].it
+		p.idle = slices.Delete(p.idle, 0, 1)
+		p.mu.Unlock()
+		p.stats.Reaped.Add(1)
+		p.closeItem(p.reapCtx, it)
+		p.release()
+	}
 }
 
 // Retire closes an item obtained from Get that is healthy but done (it
@@ -182,9 +291,15 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 	p.closed = true
 	idle := p.idle
 	p.idle = nil
+	if p.reaper != nil {
+		// A reap already running sees closed and stops; one that fired
+		// and waits for the lock does too.
+		p.reaper.Stop()
+		p.reaper = nil
+	}
 	p.mu.Unlock()
 	for _, it := range idle {
-		p.closeItem(ctx, it)
+		p.closeItem(ctx, it.it)
 	}
 	if !already {
 		close(p.done)

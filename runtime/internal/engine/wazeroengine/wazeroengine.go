@@ -11,10 +11,13 @@ package wazeroengine
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	goruntime "runtime"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -33,6 +36,37 @@ type Engine struct {
 	cache        wazero.CompilationCache
 	instrumented *instrumented.Cache
 	allocator    experimental.MemoryAllocator
+
+	// shared holds every open module by what it was compiled from: a second
+	// Compile of the same bytes with the same configuration (a provider
+	// loaded twice, or modules that instrument to the same bytes) takes the
+	// first's runtime and compiled module, whose decoded form (wazero keeps
+	// the module's code and data segments, several MiB for a Go guest) is
+	// then held once.
+	mu     sync.Mutex
+	shared map[sharedKey]*sharedModule
+}
+
+// sharedKey is what a compiled module depends on: the bytes compiled, the
+// memory limit (a runtime setting), and the host functions bound, by the
+// identity of the slice that holds them. Function values cannot be compared
+// (and two closures of one literal share their code pointer while closing
+// over different state), so only compiles given the very same slice share:
+// the runtime always passes hostfuncs.Functions(), one slice built once;
+// a caller with host functions of its own never shares with another.
+type sharedKey struct {
+	digest        [sha256.Size]byte
+	pages         uint32
+	interruptible bool
+	host          *hostfuncs.Function
+	hosts         int
+}
+
+type sharedModule struct {
+	key      sharedKey
+	wr       wazero.Runtime
+	compiled wazero.CompiledModule
+	refs     int
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -84,8 +118,9 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var digest [sha256.Size]byte
 	if cfg.Interruptible {
-		if wasm, _, err = e.instrumented.Get(cfg.Instrumentable(wasm), interrupt.FlagBudget); err != nil {
+		if wasm, digest, err = e.instrumented.Get(cfg.Instrumentable(wasm), interrupt.FlagBudget); err != nil {
 			if errors.Is(err, instrumented.ErrInstrument) {
 				return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 			}
@@ -96,6 +131,12 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 		}
 	} else if wasm, err = cfg.Checked(wasm); err != nil {
 		return nil, err
+	} else {
+		digest = sha256.Sum256(wasm)
+	}
+	key := sharedKey{digest: digest, pages: cfg.MemoryLimitPages, interruptible: cfg.Interruptible, host: unsafe.SliceData(cfg.HostFunctions), hosts: len(cfg.HostFunctions)}
+	if sm := e.acquire(key); sm != nil {
+		return &module{engine: e, sh: sm, wr: sm.wr, compiled: sm.compiled, interruptible: cfg.Interruptible}, nil
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
@@ -125,7 +166,39 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 		}
 		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 	}
-	return &module{engine: e, wr: wr, compiled: compiled, interruptible: cfg.Interruptible}, nil
+	sm := e.publish(ctx, &sharedModule{key: key, wr: wr, compiled: compiled, refs: 1})
+	return &module{engine: e, sh: sm, wr: sm.wr, compiled: sm.compiled, interruptible: cfg.Interruptible}, nil
+}
+
+// acquire returns the open module compiled for key, with one more
+// reference, or nil.
+func (e *Engine) acquire(key sharedKey) *sharedModule {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sm := e.shared[key]
+	if sm != nil {
+		sm.refs++
+	}
+	return sm
+}
+
+// publish records sm, unless a concurrent Compile of the same key did
+// first: then sm is closed and that one is shared.
+func (e *Engine) publish(ctx context.Context, sm *sharedModule) *sharedModule {
+	e.mu.Lock()
+	if other := e.shared[sm.key]; other != nil {
+		other.refs++
+		e.mu.Unlock()
+		_ = sm.compiled.Close(ctx)
+		_ = sm.wr.Close(ctx)
+		return other
+	}
+	if e.shared == nil {
+		e.shared = map[sharedKey]*sharedModule{}
+	}
+	e.shared[sm.key] = sm
+	e.mu.Unlock()
+	return sm
 }
 
 // compilationWorkers is how many goroutines compile a module. wazero checks
@@ -252,9 +325,12 @@ func bindYield(ctx context.Context, wr wazero.Runtime) error {
 
 type module struct {
 	engine        *Engine
+	sh            *sharedModule
 	wr            wazero.Runtime
 	compiled      wazero.CompiledModule
 	interruptible bool
+	closeOnce     sync.Once
+	closeErr      error
 }
 
 func (m *module) ExportedFunctions() map[string]engine.Signature {
@@ -289,9 +365,24 @@ func (m *module) ImportedFunctions() []engine.Import {
 // Close releases the module and its runtime. The compilation cache is
 // shared by every module: closing the runtime alone would leave this
 // module's code in it.
+//
+// A module shared by several Compiles is released by the last Close.
 func (m *module) Close(ctx context.Context) error {
-	_ = m.compiled.Close(ctx)
-	return m.wr.Close(ctx)
+	m.closeOnce.Do(func() {
+		e := m.engine
+		e.mu.Lock()
+		m.sh.refs--
+		last := m.sh.refs == 0
+		if last {
+			delete(e.shared, m.sh.key)
+		}
+		e.mu.Unlock()
+		if last {
+			_ = m.compiled.Close(ctx)
+			m.closeErr = m.wr.Close(ctx)
+		}
+	})
+	return m.closeErr
 }
 
 func (m *module) Instantiate(ctx context.Context, c engine.InstanceConfig) (engine.Instance, error) {
