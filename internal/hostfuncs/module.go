@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/wasmprov/wasmprov/abi"
 )
@@ -138,8 +139,13 @@ type Function struct {
 }
 
 // Functions returns every wasmprov_v1 import, sorted by name. An engine
-// binds them once; the same table serves every instance and provider.
-func Functions() []Function {
+// binds them once; the same table serves every instance and provider. It
+// is built once and every call returns that one slice, which callers must
+// not modify: an engine may recognise it by identity (the wazero engine
+// shares a compiled module between compiles given the same slice).
+func Functions() []Function { return functions() }
+
+var functions = sync.OnceValue(func() []Function {
 	fns := []Function{
 		{abi.ImportInput, []ValueType{I32, I32, I32}, []ValueType{I64}, input},
 		{abi.ImportTakeResult, []ValueType{I32, I32}, []ValueType{I64}, takeResult},
@@ -152,7 +158,7 @@ func Functions() []Function {
 	}
 	slices.SortFunc(fns, func(a, b Function) int { return strings.Compare(a.Name, b.Name) })
 	return fns
-}
+})
 
 // Signatures returns the parameter and result types of every wasmprov_v1
 // import, for validating a guest's imports at load time.

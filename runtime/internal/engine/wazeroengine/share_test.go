@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -14,7 +15,8 @@ import (
 // Compiling the same bytes with the same configuration twice shares one
 // wazero runtime and compiled module (so wazero's decoded module, several
 // MiB for a Go guest, is held once); another memory limit or other host
-// functions do not share. The module lives until its last Close: an
+// functions (another slice of them, even with the same functions) do not
+// share. The module lives until its last Close: an
 // instance of the second still runs after the first is closed.
 func TestCompileSharesIdenticalModules(t *testing.T) {
 	ctx := context.Background()
@@ -46,7 +48,11 @@ func TestCompileSharesIdenticalModules(t *testing.T) {
 	fewer.HostFunctions = cfg.HostFunctions[1:]
 	plain := cfg
 	plain.Interruptible = false
-	for _, m := range []*module{compile(bigger), compile(fewer), compile(plain)} {
+	// The same functions in a slice of the caller's own: closures that may
+	// hold other state, so never taken for the runtime's.
+	copied := cfg
+	copied.HostFunctions = slices.Clone(cfg.HostFunctions)
+	for _, m := range []*module{compile(bigger), compile(fewer), compile(plain), compile(copied)} {
 		if m.sh == a.sh {
 			t.Fatal("a compile with another configuration shares the module")
 		}
