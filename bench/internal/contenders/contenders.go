@@ -149,10 +149,20 @@ func NewWasmprov(ctx context.Context, o Options, interruptible bool) (*Wasmprov,
 	return newWasmprov(ctx, o, runtime.WithEngine(runtime.EngineWazero), runtime.WithInterruptibleGuests(interruptible))
 }
 
+// NewWasmprovGuest is NewWasmprov (interruptible) with the guest built
+// from pkg (WasmprovGuest or a variant such as WasmprovGuestJSONHTTP).
+func NewWasmprovGuest(ctx context.Context, o Options, pkg string) (*Wasmprov, error) {
+	return newWasmprovGuest(ctx, o, pkg, runtime.WithEngine(runtime.EngineWazero))
+}
+
 // newWasmprov loads the benchprov guest with the runtime options extra
 // (after the bench's own: logger, compilation cache).
 func newWasmprov(ctx context.Context, o Options, extra ...runtime.Option) (*Wasmprov, error) {
-	wasm, err := Build(WasmprovGuest)
+	return newWasmprovGuest(ctx, o, WasmprovGuest, extra...)
+}
+
+func newWasmprovGuest(ctx context.Context, o Options, pkg string, extra ...runtime.Option) (*Wasmprov, error) {
+	wasm, err := Build(pkg)
 	if err != nil {
 		return nil, err
 	}
