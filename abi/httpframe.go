@@ -73,7 +73,7 @@ func ParseHTTPResponseFrame(b []byte) (*HTTPResponse, error) {
 	d := frameDecoder{b: b}
 	r := &HTTPResponse{}
 	status := d.u32("status")
-	if d.err == nil && status > 999 {
+	if d.err == nil && (status < 100 || status > 999) {
 		d.fail("status %d is not a three-digit code", status)
 	}
 	r.Status = int(status)

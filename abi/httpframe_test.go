@@ -86,6 +86,9 @@ func TestHTTPFrameMalformed(t *testing.T) {
 	if _, err := ParseHTTPResponseFrame(le(le(le(nil, 1000), 0), 0)); !errors.Is(err, ErrFrame) {
 		t.Errorf("status 1000: got %v", err)
 	}
+	if _, err := ParseHTTPResponseFrame(le(le(le(nil, 99), 0), 0)); !errors.Is(err, ErrFrame) {
+		t.Errorf("status 99: got %v", err)
+	}
 	if _, err := ParseHTTPResponseFrame(le(le(nil, 200), 0)); !errors.Is(err, ErrFrame) {
 		t.Errorf("response without body length: got %v", err)
 	}
