@@ -172,14 +172,36 @@ func (d *frameDecoder) header() map[string][]string {
 		d.fail("%d header fields cannot fit in the %d bytes left", n, len(d.b)-d.off)
 		return nil
 	}
-	h := make(map[string][]string, min(n, 64))
+	// First pass: check every length and find where the fields end, so
+	// that their bytes become one string and the values share one slice —
+	// a handful of allocations instead of three per field (it matters in
+	// a guest, where each costs a microsecond).
+	start := d.off
 	for range n {
-		k := string(d.bytes("header name"))
-		v := string(d.bytes("header value"))
+		d.bytes("header name")
+		d.bytes("header value")
 		if d.err != nil {
 			return nil
 		}
-		h[k] = append(h[k], v)
+	}
+	all := string(d.b[start:d.off])
+	vals := make([]string, n)
+	h := make(map[string][]string, min(n, 64))
+	off := 0
+	next := func() string {
+		l := int(uint32(all[off]) | uint32(all[off+1])<<8 | uint32(all[off+2])<<16 | uint32(all[off+3])<<24)
+		s := all[off+4 : off+4+l]
+		off += 4 + l
+		return s
+	}
+	for i := range vals {
+		k := next()
+		vals[i] = next()
+		if vs, ok := h[k]; ok {
+			h[k] = append(vs, vals[i]) // capped below: a repeat copies, never overwrites vals
+		} else {
+			h[k] = vals[i : i+1 : i+1]
+		}
 	}
 	return h
 }

@@ -118,3 +118,24 @@ func FuzzHTTPFrame(f *testing.F) {
 		}
 	})
 }
+
+// TestHTTPFrameRepeatedNames: repeats of a name apart from each other keep
+// their order, and collecting them does not disturb the other fields.
+func TestHTTPFrameRepeatedNames(t *testing.T) {
+	le := binary.LittleEndian.AppendUint32
+	str := func(b []byte, s string) []byte { return append(le(b, uint32(len(s))), s...) }
+	b := le(nil, 200)
+	b = le(b, 4)
+	for _, kv := range [][2]string{{"K", "a"}, {"J", "b"}, {"K", "c"}, {"I", "d"}} {
+		b = str(str(b, kv[0]), kv[1])
+	}
+	b = str(b, "")
+	r, err := ParseHTTPResponseFrame(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"K": {"a", "c"}, "J": {"b"}, "I": {"d"}}
+	if !reflect.DeepEqual(r.Header, want) {
+		t.Errorf("header %v, want %v", r.Header, want)
+	}
+}
