@@ -193,20 +193,30 @@ var framings = []struct{ name, pkg string }{
 	{"http_do_bin", contenders.WasmprovGuest},
 }
 
-// framingGuest returns the wasmprov contender running guest pkg, created
-// once per process.
-func framingGuest(tb testing.TB, pkg string) contenders.Contender {
+// framingEngines are the engines BenchmarkCreateHTTPFraming runs on
+// (wasmtime only in binaries built with -tags wasmtime).
+var framingEngines = []struct {
+	name     string
+	wasmtime bool
+}{{"wazero", false}, {"wasmtime", true}}
+
+// framingGuest returns the wasmprov contender running guest pkg on the
+// engine, created once per process.
+func framingGuest(tb testing.TB, pkg string, wasmtime bool) contenders.Contender {
 	tb.Helper()
 	liveMu.Lock()
 	defer liveMu.Unlock()
-	key := "framing/" + pkg
+	key := fmt.Sprintf("framing/%s/%v", pkg, wasmtime)
 	if c, ok := live[key]; ok {
 		return c
 	}
 	u, _ := url.Parse(cloudSrv.URL)
 	c, err := contenders.NewWasmprovGuest(context.Background(), contenders.Options{
 		CacheDir: contenders.CompilationCacheDir("bench"), Callers: 1, AllowedHost: u.Host,
-	}, pkg)
+	}, pkg, wasmtime)
+	if errors.Is(err, contenders.ErrUnavailable) {
+		tb.Skipf("%s: %v", pkg, err)
+	}
 	if err != nil {
 		tb.Fatalf("%s: %v", pkg, err)
 	}
@@ -217,40 +227,45 @@ func framingGuest(tb testing.TB, pkg string) contenders.Contender {
 // TestCreateHTTPFraming: both guests of the A/B create the instance with
 // three requests.
 func TestCreateHTTPFraming(t *testing.T) {
-	for _, f := range framings {
-		t.Run(f.name, func(t *testing.T) {
-			c := framingGuest(t, f.pkg)
-			before := cloudSrv.Requests.Load()
-			if err := c.Create(context.Background(), machine); err != nil {
-				t.Fatalf("create: %v", err)
-			}
-			if got := cloudSrv.Requests.Load() - before; got != 3 {
-				t.Fatalf("create made %d HTTP requests, want 3", got)
-			}
-		})
+	for _, e := range framingEngines {
+		for _, f := range framings {
+			t.Run(e.name+"/"+f.name, func(t *testing.T) {
+				c := framingGuest(t, f.pkg, e.wasmtime)
+				before := cloudSrv.Requests.Load()
+				if err := c.Create(context.Background(), machine); err != nil {
+					t.Fatalf("create: %v", err)
+				}
+				if got := cloudSrv.Requests.Load() - before; got != 3 {
+					t.Fatalf("create made %d HTTP requests, want 3", got)
+				}
+			})
+		}
 	}
 }
 
-// BenchmarkCreateHTTPFraming is BenchmarkCreate/wasmprov (wazero,
-// interruptible) with the guest's HTTP over http_do (JSON, base64 bodies)
-// and over http_do_bin (binary frames), in the same run: what the
-// framing alone is worth on a whole call.
+// BenchmarkCreateHTTPFraming is BenchmarkCreate/wasmprov (interruptible
+// guests) with the guest's HTTP over http_do (JSON, base64 bodies) and
+// over http_do_bin (binary frames), in the same run, on wazero and (with
+// -tags wasmtime) wasmtime: what the framing alone is worth on a whole
+// call.
 func BenchmarkCreateHTTPFraming(b *testing.B) {
 	ctx := context.Background()
-	for _, f := range framings {
-		b.Run(f.name, func(b *testing.B) {
-			c := framingGuest(b, f.pkg)
-			b.ReportAllocs()
-			lat := make([]time.Duration, 0, 1024)
-			for b.Loop() {
-				t := time.Now()
-				if err := c.Create(ctx, machine); err != nil {
-					b.Fatal(err)
+	for _, e := range framingEngines {
+		for _, f := range framings {
+			b.Run(e.name+"/"+f.name, func(b *testing.B) {
+				c := framingGuest(b, f.pkg, e.wasmtime)
+				b.ReportAllocs()
+				lat := make([]time.Duration, 0, 1024)
+				for b.Loop() {
+					t := time.Now()
+					if err := c.Create(ctx, machine); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t))
 				}
-				lat = append(lat, time.Since(t))
-			}
-			reportP50(b, lat)
-		})
+				reportP50(b, lat)
+			})
+		}
 	}
 }
 

@@ -149,10 +149,19 @@ func NewWasmprov(ctx context.Context, o Options, interruptible bool) (*Wasmprov,
 	return newWasmprov(ctx, o, runtime.WithEngine(runtime.EngineWazero), runtime.WithInterruptibleGuests(interruptible))
 }
 
-// NewWasmprovGuest is NewWasmprov (interruptible) with the guest built
-// from pkg (WasmprovGuest or a variant such as WasmprovGuestJSONHTTP).
-func NewWasmprovGuest(ctx context.Context, o Options, pkg string) (*Wasmprov, error) {
-	return newWasmprovGuest(ctx, o, pkg, runtime.WithEngine(runtime.EngineWazero))
+// NewWasmprovGuest loads the guest built from pkg (WasmprovGuest or a
+// variant such as WasmprovGuestJSONHTTP) like the wasmprov contender
+// (interruptible guests) on wazero, or like the wasmtime contender when
+// wasmtime is set; that one is ErrUnavailable without -tags wasmtime.
+func NewWasmprovGuest(ctx context.Context, o Options, pkg string, wasmtime bool) (*Wasmprov, error) {
+	engine := runtime.EngineWazero
+	if wasmtime {
+		if newWasmtime == nil {
+			return nil, ErrUnavailable
+		}
+		engine = runtime.EngineWasmtime
+	}
+	return newWasmprovGuest(ctx, o, pkg, runtime.WithEngine(engine), runtime.WithInterruptibleGuests(true))
 }
 
 // newWasmprov loads the benchprov guest with the runtime options extra
