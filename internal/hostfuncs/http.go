@@ -198,11 +198,12 @@ func sendHTTP(ctx context.Context, c *Call, req *abi.HTTPRequest) (*abi.HTTPResp
 
 // readBody reads at most max+1 bytes of resp's body, so a caller can tell
 // a body past the limit. A declared Content-Length within the limit sizes
-// the buffer once instead of growing it.
+// the buffer once instead of growing it — up to 1 MiB: a server that
+// announces more than it sends must not make the host allocate for it.
 func readBody(resp *http.Response, max int64) ([]byte, error) {
 	r := io.LimitReader(resp.Body, max+1)
 	if n := resp.ContentLength; n >= 0 && n <= max {
-		buf := bytes.NewBuffer(make([]byte, 0, n+1))
+		buf := bytes.NewBuffer(make([]byte, 0, min(n, 1<<20)+1))
 		_, err := buf.ReadFrom(r)
 		return buf.Bytes(), err
 	}
