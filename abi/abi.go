@@ -289,7 +289,7 @@ type Capability uint64
 const (
 	// CapLog: the "log" import.
 	CapLog Capability = 1 << iota
-	// CapHTTP: the "http_do" import.
+	// CapHTTP: the "http_do" and "http_do_bin" imports.
 	CapHTTP
 	// CapMachineUpdate: the "machine_update" import (Create and Delete only).
 	CapMachineUpdate

@@ -17,6 +17,10 @@ const (
 	ImportLog = "log"
 	// ImportHTTP: (func (param $req i32) (param $req_len i32) (param $buf i32) (param $limit i32) (result i64))
 	ImportHTTP = "http_do"
+	// ImportHTTPBin: same signature as ImportHTTP; the request and the
+	// result are binary frames (httpframe.go) instead of JSON with base64
+	// bodies. Same capability, policy, bounds and per-call cap as http_do.
+	ImportHTTPBin = "http_do_bin"
 	// ImportMachineUpdate: same signature as ImportHTTP.
 	ImportMachineUpdate = "machine_update"
 	// ImportPVList: same signature as ImportHTTP.
@@ -33,7 +37,7 @@ func ImportCapability(name string) (Capability, bool) {
 		return 0, true
 	case ImportLog:
 		return CapLog, true
-	case ImportHTTP:
+	case ImportHTTP, ImportHTTPBin:
 		return CapHTTP, true
 	case ImportMachineUpdate:
 		return CapMachineUpdate, true

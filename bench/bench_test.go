@@ -185,6 +185,90 @@ func BenchmarkCreate(b *testing.B) {
 	}
 }
 
+// framings are the two guests of BenchmarkCreateHTTPFraming: the same
+// benchprov guest with hosthttp over http_do_bin (the SDK's default) and
+// over http_do's JSON (the SDK before http_do_bin).
+var framings = []struct{ name, pkg string }{
+	{"http_do", contenders.WasmprovGuestJSONHTTP},
+	{"http_do_bin", contenders.WasmprovGuest},
+}
+
+// framingEngines are the engines BenchmarkCreateHTTPFraming runs on
+// (wasmtime only in binaries built with -tags wasmtime).
+var framingEngines = []struct {
+	name     string
+	wasmtime bool
+}{{"wazero", false}, {"wasmtime", true}}
+
+// framingGuest returns the wasmprov contender running guest pkg on the
+// engine, created once per process.
+func framingGuest(tb testing.TB, pkg string, wasmtime bool) contenders.Contender {
+	tb.Helper()
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	key := fmt.Sprintf("framing/%s/%v", pkg, wasmtime)
+	if c, ok := live[key]; ok {
+		return c
+	}
+	u, _ := url.Parse(cloudSrv.URL)
+	c, err := contenders.NewWasmprovGuest(context.Background(), contenders.Options{
+		CacheDir: contenders.CompilationCacheDir("bench"), Callers: 1, AllowedHost: u.Host,
+	}, pkg, wasmtime)
+	if errors.Is(err, contenders.ErrUnavailable) {
+		tb.Skipf("%s: %v", pkg, err)
+	}
+	if err != nil {
+		tb.Fatalf("%s: %v", pkg, err)
+	}
+	live[key] = c
+	return c
+}
+
+// TestCreateHTTPFraming: both guests of the A/B create the instance with
+// three requests.
+func TestCreateHTTPFraming(t *testing.T) {
+	for _, e := range framingEngines {
+		for _, f := range framings {
+			t.Run(e.name+"/"+f.name, func(t *testing.T) {
+				c := framingGuest(t, f.pkg, e.wasmtime)
+				before := cloudSrv.Requests.Load()
+				if err := c.Create(context.Background(), machine); err != nil {
+					t.Fatalf("create: %v", err)
+				}
+				if got := cloudSrv.Requests.Load() - before; got != 3 {
+					t.Fatalf("create made %d HTTP requests, want 3", got)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCreateHTTPFraming is BenchmarkCreate/wasmprov (interruptible
+// guests) with the guest's HTTP over http_do (JSON, base64 bodies) and
+// over http_do_bin (binary frames), in the same run, on wazero and (with
+// -tags wasmtime) wasmtime: what the framing alone is worth on a whole
+// call.
+func BenchmarkCreateHTTPFraming(b *testing.B) {
+	ctx := context.Background()
+	for _, e := range framingEngines {
+		for _, f := range framings {
+			b.Run(e.name+"/"+f.name, func(b *testing.B) {
+				c := framingGuest(b, f.pkg, e.wasmtime)
+				b.ReportAllocs()
+				lat := make([]time.Duration, 0, 1024)
+				for b.Loop() {
+					t := time.Now()
+					if err := c.Create(ctx, machine); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t))
+				}
+				reportP50(b, lat)
+			})
+		}
+	}
+}
+
 // cpuTime is the CPU time of this process and of the contender's
 // subprocess, if any.
 func cpuTime(c contenders.Contender) time.Duration {

@@ -3,6 +3,7 @@ package hostfuncs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"log/slog"
 	"testing"
@@ -82,9 +83,18 @@ func TestArgumentChecks(t *testing.T) {
 		limits  Limits
 		setup   func(*Call)
 		check   func(*testing.T, *Call, *flatMemory)
+		memory  []byte // copied to offset 0 instead of "{}"
 	}
 	errno := func(e abi.Errno) int64 { return int64(e) }
 	all := abi.AllCapabilities
+	// A well-formed http_do_bin frame for a host the call's (absent) HTTP
+	// policy does not allow, and broken ones.
+	frame := abi.AppendHTTPRequestFrame(nil, &abi.HTTPRequest{Method: "GET", URL: "https://api.example.com/v1"})
+	fl := uint64(len(frame))
+	withCount := func(count uint32) []byte { // method, url, then a header count with nothing after it
+		b := bytes.Clone(frame[:len(frame)-8])
+		return binary.LittleEndian.AppendUint32(b, count)
+	}
 	rows := []row{
 		{fn: abi.ImportInput, what: "outside a call", args: []uint64{3, 0, 16}, want: errno(abi.ErrnoUnavailable), noCall: true},
 		{fn: abi.ImportInput, what: "result buffer beyond memory", args: []uint64{3, argsMemSize - 4, 16}, want: errno(abi.ErrnoInvalid)},
@@ -172,6 +182,30 @@ func TestArgumentChecks(t *testing.T) {
 		{fn: abi.ImportPVList, what: "over the bytes per call", args: []uint64{0, 4096, 0, 16}, want: errno(abi.ErrnoTooLarge), limits: Limits{MaxBytesPerCall: 1024}},
 		{fn: abi.ImportPVList, what: "over its uses per call", args: []uint64{0, 2, 0, 16}, want: errno(abi.ErrnoTooLarge), limits: Limits{MaxPVListsPerCall: 2},
 			setup: func(c *Call) { c.uses = map[string]int64{abi.ImportPVList: 2} }},
+		{fn: abi.ImportHTTPBin, what: "outside a call", args: []uint64{0, fl, 1024, 16}, want: errno(abi.ErrnoUnavailable), noCall: true, memory: frame},
+		{fn: abi.ImportHTTPBin, what: "request beyond memory", args: []uint64{argsMemSize - 1, fl, 1024, 16}, want: errno(abi.ErrnoInvalid), memory: frame},
+		{fn: abi.ImportHTTPBin, what: "request length -1", args: []uint64{0, n32, 1024, 16}, want: errno(abi.ErrnoInvalid), memory: frame},
+		{fn: abi.ImportHTTPBin, what: "result buffer beyond memory", args: []uint64{0, fl, argsMemSize - 8, 16}, want: errno(abi.ErrnoInvalid), memory: frame},
+		{fn: abi.ImportHTTPBin, what: "not granted", args: []uint64{0, fl, 1024, 16}, want: errno(abi.ErrnoNotDeclared), granted: abi.CapLog, memory: frame},
+		{fn: abi.ImportHTTPBin, what: "over the request limit", args: []uint64{0, 4096, 1024, 16}, want: errno(abi.ErrnoTooLarge), limits: Limits{MaxRequestBytes: 1024}, memory: frame},
+		{fn: abi.ImportHTTPBin, what: "over the bytes per call", args: []uint64{0, 4096, 8192, 16}, want: errno(abi.ErrnoTooLarge), limits: Limits{MaxBytesPerCall: 1024}, memory: frame},
+		{fn: abi.ImportHTTPBin, what: "over the HTTP uses per call, counted with http_do", args: []uint64{0, fl, 1024, 16}, want: errno(abi.ErrnoTooLarge),
+			limits: Limits{MaxHTTPRequestsPerCall: 2}, memory: frame,
+			setup: func(c *Call) { c.uses = map[string]int64{abi.ImportHTTP: 2} }},
+		{fn: abi.ImportHTTPBin, what: "truncated frame", args: []uint64{0, fl - 1, 1024, 16}, want: errno(abi.ErrnoInvalid), memory: frame},
+		{fn: abi.ImportHTTPBin, what: "bytes after the body", args: []uint64{0, fl + 1, 1024, 16}, want: errno(abi.ErrnoInvalid), memory: frame},
+		{fn: abi.ImportHTTPBin, what: "a length past the end", args: []uint64{0, 8, 1024, 16}, want: errno(abi.ErrnoInvalid),
+			memory: binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 0xffffffff), 0)},
+		{fn: abi.ImportHTTPBin, what: "header count beyond the frame", args: []uint64{0, fl - 4, 1024, 16}, want: errno(abi.ErrnoInvalid),
+			memory: withCount(0xffffffff)},
+		{fn: abi.ImportHTTPBin, what: "host not allowed", args: []uint64{0, fl, 1024, 16}, want: errno(abi.ErrnoDenied), memory: frame},
+		{fn: abi.ImportHTTPBin, what: "counts a use", args: []uint64{0, fl, 1024, 16}, want: errno(abi.ErrnoDenied), memory: frame,
+			check: func(t *testing.T, c *Call, _ *flatMemory) {
+				if c.uses[abi.ImportHTTP] != 1 {
+					t.Errorf("uses %v, want one http use", c.uses)
+				}
+			}},
+
 		{fn: abi.ImportPVList, what: "no lister in the call", args: []uint64{0, 2, 0, 16}, want: errno(abi.ErrnoUnavailable),
 			setup: func(c *Call) { c.Data = nil }},
 	}
@@ -184,6 +218,9 @@ func TestArgumentChecks(t *testing.T) {
 			c := argsCall(granted, r.limits)
 			mem := &flatMemory{b: make([]byte, argsMemSize)}
 			copy(mem.b, "{}")
+			if r.memory != nil {
+				copy(mem.b, r.memory)
+			}
 			if r.setup != nil {
 				r.setup(c)
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -83,14 +84,41 @@ func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 // denyAllHTTP governs http_do for an Env without HTTP: it allows no host.
 var denyAllHTTP = NewHTTP(HTTPPolicy{})
 
-// httpDo performs an outbound HTTP request for the guest with the host's
-// client, after the policy allowed the URL. The request is bound to the
-// call's context, so a cancelled or timed-out call aborts it.
+// httpDo is http_do: the request and the result are JSON documents with
+// base64 bodies (SPEC §6.3).
 func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 	var req abi.HTTPRequest
 	if err := json.Unmarshal(reqJSON, &req); err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "http_do request is not valid JSON: %v", err)
 	}
+	resp, err := sendHTTP(ctx, c, &req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(resp)
+}
+
+// httpDoBin is http_do_bin: the same request as http_do, framed in binary
+// (abi.ParseHTTPRequestFrame) so that neither side encodes JSON or base64.
+// Everything after the parse is http_do's code.
+func httpDoBin(ctx context.Context, c *Call, frame []byte) ([]byte, error) {
+	req, err := abi.ParseHTTPRequestFrame(frame)
+	if err != nil {
+		return nil, errorf(abi.ErrnoInvalid, "http_do_bin request: %v", err)
+	}
+	resp, err := sendHTTP(ctx, c, req)
+	if err != nil {
+		return nil, err
+	}
+	return abi.AppendHTTPResponseFrame(make([]byte, 0, abi.HTTPResponseFrameSize(resp)), resp), nil
+}
+
+// sendHTTP performs an outbound HTTP request for the guest with the host's
+// client, after the policy allowed the URL and the request passed its
+// bounds. The request is bound to the call's context, so a cancelled or
+// timed-out call aborts it. It is the one implementation behind http_do
+// and http_do_bin, which differ only in how they frame req and the result.
+func sendHTTP(ctx context.Context, c *Call, req *abi.HTTPRequest) (*abi.HTTPResponse, error) {
 	h := c.Env.HTTP
 	if h == nil {
 		h = denyAllHTTP
@@ -122,7 +150,11 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, p.aliased(u).String(), bytes.NewReader(req.Body))
+	var body io.Reader = http.NoBody
+	if len(req.Body) > 0 {
+		body = bytes.NewReader(req.Body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, p.aliased(u).String(), body)
 	if err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "building request: %v", err)
 	}
@@ -130,7 +162,10 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 		if strings.EqualFold(k, "Host") {
 			continue // the host decides which host it talks to
 		}
-		hreq.Header[http.CanonicalHeaderKey(k)] = vs
+		// Appended, not assigned: "authorization" and "Authorization" are
+		// one field, and neither spelling may silently drop the other.
+		ck := http.CanonicalHeaderKey(k)
+		hreq.Header[ck] = append(hreq.Header[ck], vs...)
 	}
 	start := time.Now()
 	resp, err := h.client.Do(hreq)
@@ -147,16 +182,32 @@ func httpDo(ctx context.Context, c *Call, reqJSON []byte) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	max := p.MaxResponseBytes
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	rbody, err := readBody(resp, max)
 	if err != nil {
 		return nil, errorf(abi.ErrnoFailed, "%s %s: reading response: %v", req.Method, redactURL(u), err)
 	}
-	if int64(len(body)) > max {
+	if int64(len(rbody)) > max {
 		return nil, errorf(abi.ErrnoTooLarge, "%s %s: response body exceeds the limit of %d bytes", req.Method, redactURL(u), max)
 	}
-	c.logger().Debug("http request", "method", req.Method, "url", redactURL(u), "status", resp.StatusCode,
-		"header", redactHeader(hreq.Header), "duration", time.Since(start))
-	return json.Marshal(abi.HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: body})
+	if l := c.logger(); l.Enabled(ctx, slog.LevelDebug) {
+		l.Debug("http request", "method", req.Method, "url", redactURL(u), "status", resp.StatusCode,
+			"header", redactHeader(hreq.Header), "duration", time.Since(start))
+	}
+	return &abi.HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: rbody}, nil
+}
+
+// readBody reads at most max+1 bytes of resp's body, so a caller can tell
+// a body past the limit. A declared Content-Length within the limit sizes
+// the buffer once instead of growing it — up to 1 MiB: a server that
+// announces more than it sends must not make the host allocate for it.
+func readBody(resp *http.Response, max int64) ([]byte, error) {
+	r := io.LimitReader(resp.Body, max+1)
+	if n := resp.ContentLength; n >= 0 && n <= max {
+		buf := bytes.NewBuffer(make([]byte, 0, min(n, 1<<20)+1))
+		_, err := buf.ReadFrom(r)
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(r)
 }
 
 // redactError drops the query of a URL inside a *url.Error.

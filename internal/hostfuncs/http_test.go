@@ -1,6 +1,7 @@
 package hostfuncs
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -13,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,8 +44,10 @@ func (r *stubResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 	return out, nil
 }
 
-// doHTTP runs http_do as a guest would, returning the result or the errno
-// and message.
+// doHTTP runs req as a guest would, through http_do and again through
+// http_do_bin, and returns the result or the errno and message. The two
+// framings share one implementation; the test fails if they ever answer
+// differently, so every http_do test below is an http_do_bin test too.
 func doHTTP(t *testing.T, p HTTPPolicy, logs *testlog.Buffer, req abi.HTTPRequest) (*abi.HTTPResponse, *Error) {
 	t.Helper()
 	var logger *slog.Logger
@@ -54,15 +58,51 @@ func doHTTP(t *testing.T, p HTTPPolicy, logs *testlog.Buffer, req abi.HTTPReques
 	}
 	env := &Env{Provider: "test", Logger: logger, HTTP: NewHTTP(p)}
 	t.Cleanup(env.Close)
+	jsonResp, jsonErr := invokeHTTP(t, env, abi.ImportHTTP, req)
+	binResp, binErr := invokeHTTP(t, env, abi.ImportHTTPBin, req)
+	switch {
+	case (jsonErr == nil) != (binErr == nil):
+		t.Fatalf("http_do answered %v, http_do_bin %v", jsonErr, binErr)
+	// A transport failure's wording depends on timing (which of two
+	// timeouts fires first); every other refusal must read the same.
+	case jsonErr != nil && (jsonErr.Errno != binErr.Errno || (jsonErr.Errno != abi.ErrnoFailed && jsonErr.Message != binErr.Message)):
+		t.Fatalf("http_do answered %s: %s; http_do_bin %s: %s", jsonErr.Errno, jsonErr.Message, binErr.Errno, binErr.Message)
+	case jsonErr == nil:
+		// Date may tick between the two requests.
+		delete(jsonResp.Header, "Date")
+		delete(binResp.Header, "Date")
+		if jsonResp.Status != binResp.Status || !bytes.Equal(jsonResp.Body, binResp.Body) || !reflect.DeepEqual(jsonResp.Header, binResp.Header) {
+			t.Fatalf("http_do answered %+v, http_do_bin %+v", jsonResp, binResp)
+		}
+	}
+	return jsonResp, jsonErr
+}
+
+// invokeHTTP runs req through fn (http_do or http_do_bin) in a new call.
+func invokeHTTP(t *testing.T, env *Env, fn string, req abi.HTTPRequest) (*abi.HTTPResponse, *Error) {
+	t.Helper()
 	c := NewCall(context.Background(), env, abi.MethodGet, abi.CapHTTP)
-	b, _ := json.Marshal(req)
-	out, err := c.Invoke(abi.ImportHTTP, b)
+	defer c.Release()
+	var b []byte
+	if fn == abi.ImportHTTPBin {
+		b = abi.AppendHTTPRequestFrame(nil, &req)
+	} else {
+		b, _ = json.Marshal(req)
+	}
+	out, err := c.Invoke(fn, b)
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
-			t.Fatalf("http_do returned a non-errno error %T: %v", err, err)
+			t.Fatalf("%s returned a non-errno error %T: %v", fn, err, err)
 		}
 		return nil, e
+	}
+	if fn == abi.ImportHTTPBin {
+		resp, err := abi.ParseHTTPResponseFrame(out)
+		if err != nil {
+			t.Fatalf("http_do_bin result: %v", err)
+		}
+		return resp, nil
 	}
 	var resp abi.HTTPResponse
 	if err := json.Unmarshal(out, &resp); err != nil {
@@ -152,8 +192,9 @@ func TestHTTPInternalAddressesDenied(t *testing.T) {
 			p := HTTPPolicy{AllowedHosts: []string{"api.example.com"}, Resolver: r, Timeout: time.Second}
 			_, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "https://api.example.com/"})
 			expectErrno(t, e, abi.ErrnoDenied, "resolves to an address the policy does not allow")
-			if r.lookups.Load() != 1 {
-				t.Errorf("%d lookups, want 1 at connect time", r.lookups.Load())
+			// doHTTP sends twice (http_do, http_do_bin): one lookup each.
+			if r.lookups.Load() != 2 {
+				t.Errorf("%d lookups, want 1 per request at connect time", r.lookups.Load())
 			}
 		})
 	}
@@ -224,8 +265,8 @@ func TestHTTPRedirects(t *testing.T) {
 	p.MaxRedirects = 3
 	_, e = doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: srv.URL + "/loop"})
 	expectErrno(t, e, abi.ErrnoDenied, "more than 3 redirects")
-	if hops.Load() != 4 {
-		t.Errorf("%d hops, want 4", hops.Load())
+	if hops.Load() != 2*4 { // 4 per request, one request per framing
+		t.Errorf("%d hops, want 4 per request", hops.Load())
 	}
 }
 
@@ -358,16 +399,17 @@ func TestHTTPWrappedTransportKeepsTheAddressChecks(t *testing.T) {
 		}}
 	_, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "http://localhost:" + port + "/"})
 	expectErrno(t, e, abi.ErrnoDenied, "resolves to an address the policy does not allow")
-	if wrapped.Load() != 1 || hits.Load() != 0 {
-		t.Errorf("the wrapper saw %d requests and the loopback server %d; want 1 and 0", wrapped.Load(), hits.Load())
+	// One request per framing (doHTTP sends both).
+	if wrapped.Load() != 2 || hits.Load() != 0 {
+		t.Errorf("the wrapper saw %d requests and the loopback server %d; want 2 and 0", wrapped.Load(), hits.Load())
 	}
 	// Named in allowInternalHosts, the same request goes through the wrapper.
 	p.AllowInternalHosts = []string{"localhost:" + port}
 	if _, e := doHTTP(t, p, nil, abi.HTTPRequest{Method: "GET", URL: "http://localhost:" + port + "/"}); e != nil {
 		t.Fatal(e)
 	}
-	if hits.Load() != 1 {
-		t.Errorf("the allowed request did not arrive")
+	if hits.Load() != 2 {
+		t.Errorf("the allowed requests did not both arrive: %d", hits.Load())
 	}
 }
 

@@ -19,6 +19,7 @@ type dataFunc struct {
 
 var dataFuncs = map[string]dataFunc{
 	abi.ImportHTTP:          {abi.CapHTTP, httpDo},
+	abi.ImportHTTPBin:       {abi.CapHTTP, httpDoBin},
 	abi.ImportMachineUpdate: {abi.CapMachineUpdate, machineUpdate},
 	abi.ImportPVList:        {abi.CapPVList, pvList},
 	abi.ImportConfigVar:     {abi.CapConfigVar, configVar},
@@ -46,20 +47,29 @@ func (c *Call) Invoke(fn string, req []byte) ([]byte, error) {
 // admitUse counts a use of data host function fn against the call's cap.
 // Past it the guest is refused, and warned about once per function.
 func (c *Call) admitUse(fn string) error {
-	max := c.Env.limits().perCall(fn)
+	key := fn
+	if fn == abi.ImportHTTPBin {
+		// One cap for both framings of HTTP: a guest must not double its
+		// requests by alternating them.
+		key = abi.ImportHTTP
+	}
+	max := c.Env.limits().perCall(key)
 	if c.uses == nil {
 		c.uses = make(map[string]int64, 1)
 	}
-	n := c.uses[fn]
+	n := c.uses[key]
 	if n >= max {
 		if n == max {
-			c.uses[fn] = n + 1 // warn once
+			c.uses[key] = n + 1 // warn once
 			c.logger().Warn("guest exceeded a host function's limit for one call; further uses are refused",
 				"function", fn, "limit", max)
 		}
+		if key != fn {
+			return errorf(abi.ErrnoTooLarge, "this call has used %s and %s %d times: the limit is %d a call", abi.ImportHTTP, fn, max, max)
+		}
 		return errorf(abi.ErrnoTooLarge, "this call has used %s %d times: the limit is %d a call", fn, max, max)
 	}
-	c.uses[fn] = n + 1
+	c.uses[key] = n + 1
 	return nil
 }
 

@@ -189,6 +189,20 @@ func write(w *strings.Builder, r results, count int, benchtime, tags, load0, loa
 			dur(r.med("Floor/wazero-export/interruptible=false", "ns/op")), dur(r.med("Floor/wazero-export/interruptible=true", "ns/op")))
 	}
 
+	if r["CreateHTTPFraming/wazero/http_do"] != nil {
+		fmt.Fprintf(w, "### Create: the guest's HTTP over http_do (JSON) and http_do_bin (binary frames)\n\n")
+		fmt.Fprintf(w, "| engine | http_do p50 | http_do_bin p50 | http_do_bin ÷ http_do (p50) | (mean) |\n|---|---:|---:|---:|---:|\n")
+		for _, e := range []string{"wazero", "wasmtime"} {
+			j, b := "CreateHTTPFraming/"+e+"/http_do", "CreateHTTPFraming/"+e+"/http_do_bin"
+			if r[j] == nil || r[b] == nil {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", e, dur(r.med(j, "p50-ns")), dur(r.med(b, "p50-ns")),
+				num(r.ratio(b, j, "p50-ns"), "%.2f×"), num(r.ratio(b, j, "ns/op"), "%.2f×"))
+		}
+		fmt.Fprintln(w)
+	}
+
 	fmt.Fprintf(w, "### Throughput: Validate from 1, 2, 4, 8 concurrent callers\n\n")
 	fmt.Fprintf(w, "| contender | CPU/call (1 caller) | 1 | 2 | 4 | 8 | best ÷ (cores ÷ CPU/call) |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range contenders {

@@ -3,6 +3,10 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o benchprov.wasm .
 //
+// Its HTTP client is the SDK's hosthttp (http_do_bin); built with
+// -tags benchjsonhttp it is a copy of the pre-http_do_bin hosthttp, JSON
+// through http_do, the A side of BenchmarkCreateHTTPFraming.
+//
 // GetCloudConfig is the "empty" call: it does nothing beyond what the SDK
 // does for every call.
 package main
@@ -13,7 +17,6 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/bench/benchprov"
-	"github.com/wasmprov/wasmprov/guests/go/hosthttp"
 	"github.com/wasmprov/wasmprov/guests/go/provider"
 )
 
@@ -47,7 +50,7 @@ func (benchProvider) GetCloudConfig(context.Context, provider.MachineSpec) (stri
 }
 
 func (benchProvider) Create(ctx context.Context, m *provider.Machine, _ string) (*provider.Instance, error) {
-	inst, err := benchprov.Create(ctx, hosthttp.Client(), m.Name, m.UID, m.Spec.ProviderSpec.Value)
+	inst, err := benchprov.Create(ctx, httpClient(), m.Name, m.UID, m.Spec.ProviderSpec.Value)
 	if err != nil {
 		return nil, terminal(err)
 	}

@@ -48,24 +48,36 @@ const (
 	GoPluginBin   = "guests/goplugin" // host binary, go-plugin plugin
 	ColdStart     = "cmd/coldstart"   // host binary, the subprocess probe
 	ProbeGuest    = "guests/probe"    // wasip1 c-shared, Validate in pieces
+	// WasmprovGuestJSONHTTP is WasmprovGuest built with -tags
+	// benchjsonhttp: its HTTP goes through http_do's JSON instead of
+	// http_do_bin (BenchmarkCreateHTTPFraming).
+	WasmprovGuestJSONHTTP = WasmprovGuest + "+benchjsonhttp"
 )
 
 // Build compiles pkg (relative to the bench module) once per process and
 // returns the output path. Guests are built with the standard toolchain:
 // GOOS=wasip1 GOARCH=wasm -buildmode=c-shared. cmd/coldstart is built with
-// the build tags this binary has (HostTags), to a path naming them.
+// the build tags this binary has (HostTags), to a path naming them. A pkg
+// of the form "dir+tag" is dir built with the extra build tag tag.
 func Build(pkg string) (string, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if p, ok := built[pkg]; ok {
+	key := pkg
+	if p, ok := built[key]; ok {
 		return p, nil
 	}
+	// pkg+tag: the package built with one more build tag, to its own file.
+	pkg, variant, _ := strings.Cut(pkg, "+")
 	wasm := pkg == WasmprovGuest || pkg == ExtismGuest || pkg == ProbeGuest
 	out := filepath.Join(CacheDir(), "bin", filepath.Base(pkg))
+	var tags []string
+	if variant != "" {
+		tags = append(tags, variant)
+		out += "-" + variant
+	}
 	if wasm {
 		out += ".wasm"
 	}
-	var tags []string
 	if pkg == ColdStart {
 		tags = HostTags()
 		if len(tags) > 0 {
@@ -74,7 +86,7 @@ func Build(pkg string) (string, error) {
 	}
 	// A subprocess started by the benchmarks uses what its parent built.
 	if os.Getenv(PrebuiltEnv) != "" {
-		built[pkg] = out
+		built[key] = out
 		return out, nil
 	}
 	args := []string{"build", "-trimpath", "-o"}
@@ -98,7 +110,7 @@ func Build(pkg string) (string, error) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, b)
 	}
-	built[pkg] = out
+	built[key] = out
 	return out, nil
 }
 

@@ -149,10 +149,29 @@ func NewWasmprov(ctx context.Context, o Options, interruptible bool) (*Wasmprov,
 	return newWasmprov(ctx, o, runtime.WithEngine(runtime.EngineWazero), runtime.WithInterruptibleGuests(interruptible))
 }
 
+// NewWasmprovGuest loads the guest built from pkg (WasmprovGuest or a
+// variant such as WasmprovGuestJSONHTTP) like the wasmprov contender
+// (interruptible guests) on wazero, or like the wasmtime contender when
+// wasmtime is set; that one is ErrUnavailable without -tags wasmtime.
+func NewWasmprovGuest(ctx context.Context, o Options, pkg string, wasmtime bool) (*Wasmprov, error) {
+	engine := runtime.EngineWazero
+	if wasmtime {
+		if newWasmtime == nil {
+			return nil, ErrUnavailable
+		}
+		engine = runtime.EngineWasmtime
+	}
+	return newWasmprovGuest(ctx, o, pkg, runtime.WithEngine(engine), runtime.WithInterruptibleGuests(true))
+}
+
 // newWasmprov loads the benchprov guest with the runtime options extra
 // (after the bench's own: logger, compilation cache).
 func newWasmprov(ctx context.Context, o Options, extra ...runtime.Option) (*Wasmprov, error) {
-	wasm, err := Build(WasmprovGuest)
+	return newWasmprovGuest(ctx, o, WasmprovGuest, extra...)
+}
+
+func newWasmprovGuest(ctx context.Context, o Options, pkg string, extra ...runtime.Option) (*Wasmprov, error) {
+	wasm, err := Build(pkg)
 	if err != nil {
 		return nil, err
 	}

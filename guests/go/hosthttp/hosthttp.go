@@ -1,13 +1,12 @@
 // Package hosthttp lets guest code use a plain *http.Client: requests go
-// through the host's http_do function, where the host's policy applies. It
+// through the host's HTTP function (http_do_bin, or http_do on a Host
+// without it; see provider.DoHTTP), where the host's policy applies. It
 // is a package of its own so that providers that make no HTTP calls do not
 // link net/http into their module.
 package hosthttp
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,7 +16,7 @@ import (
 )
 
 // Transport is an http.RoundTripper that sends requests through the host's
-// http_do function, so a plain *http.Client — and cloud SDKs built on one —
+// HTTP function (provider.DoHTTP), so a plain *http.Client — and cloud SDKs built on one —
 // work inside the sandbox. The host applies its policy (allowed hosts,
 // size limits, the call's deadline). The request's context must be (or
 // derive from) the context the SDK passed to the provider method. Needs
@@ -49,17 +48,11 @@ func (transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		req.Header["Host"] = []string{r.Host}
 	}
-	b, err := json.Marshal(req)
+	// DoHTTP picks the framing: http_do_bin's binary frames where the host
+	// has it, http_do's JSON otherwise.
+	resp, err := provider.DoHTTP(r.Context(), req)
 	if err != nil {
 		return nil, err
-	}
-	out, err := provider.HostCall(r.Context(), abi.ImportHTTP, b)
-	if err != nil {
-		return nil, err
-	}
-	var resp abi.HTTPResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
-		return nil, fmt.Errorf("decoding host http response: %w", err)
 	}
 	return &http.Response{
 		Status:        strconv.Itoa(resp.Status) + " " + http.StatusText(resp.Status),

@@ -31,6 +31,9 @@ func hostLog(level int32, msg unsafe.Pointer, msgLen int32, attrs unsafe.Pointer
 //go:wasmimport wasmprov_v1 http_do
 func hostHTTP(req unsafe.Pointer, reqLen int32, buf unsafe.Pointer, limit int32) int64
 
+//go:wasmimport wasmprov_v1 http_do_bin
+func hostHTTPBin(req unsafe.Pointer, reqLen int32, buf unsafe.Pointer, limit int32) int64
+
 //go:wasmimport wasmprov_v1 machine_update
 func hostMachineUpdate(req unsafe.Pointer, reqLen int32, buf unsafe.Pointer, limit int32) int64
 
@@ -147,6 +150,10 @@ func (wasmHost) SetError(reason, message string, retryAfterMillis int64) {
 	hostSetError(ptr(r), int32(len(r)), ptr(m), int32(len(m)), retryAfterMillis)
 }
 
+// BinaryHTTP: this SDK imports http_do_bin, so the host that loaded the
+// module has it (a host without it refuses the module at load, SPEC §2).
+func (wasmHost) BinaryHTTP() bool { return true }
+
 func (wasmHost) Log(level int32, message string, attrs []byte) {
 	m := []byte(message)
 	hostLog(level, ptr(m), int32(len(m)), ptr(attrs), int32(len(attrs)))
@@ -157,6 +164,8 @@ func (wasmHost) Call(fn string, req []byte) ([]byte, error) {
 	switch fn {
 	case abi.ImportHTTP:
 		n = hostHTTP(ptr(req), int32(len(req)), ptr(scratch), int32(len(scratch)))
+	case abi.ImportHTTPBin:
+		n = hostHTTPBin(ptr(req), int32(len(req)), ptr(scratch), int32(len(scratch)))
 	case abi.ImportMachineUpdate:
 		n = hostMachineUpdate(ptr(req), int32(len(req)), ptr(scratch), int32(len(scratch)))
 	case abi.ImportPVList:
