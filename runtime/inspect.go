@@ -180,7 +180,7 @@ func (r *Runtime) inspectRun(ctx context.Context, wasm []byte, policy Policy) (*
 	}
 	inspectInstance(ctx, mod, info)
 	// The compile passed precheck's limits.
-	r.remember(info, limitsKey(inspectLimits(policy)), r.cachedEntry(info.SHA256))
+	r.remember(info, loadLimits(policy).Key(), r.cachedEntry(info.SHA256))
 	if serr == nil {
 		info.readConstants(st)
 	}

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,7 +42,7 @@ type cachedResult struct {
 	SHA256 string `json:"sha256"`
 	Host   string `json:"host"`
 	ABI    int    `json:"abi"`
-	// Prechecked is limitsKey of the limits the bytes passed, "" if none
+	// Prechecked is the precheck.Limits.Key of the limits the bytes passed, "" if none
 	// is known.
 	Prechecked      string `json:"prechecked,omitempty"`
 	ABIVersion      int32  `json:"abiVersion"`
@@ -53,15 +51,8 @@ type cachedResult struct {
 	DeclaredKnown   bool   `json:"declaredKnown"`
 }
 
-// limitsKey names the limits precheck applies for l: its zero fields
-// stand for DefaultLimits, so both are in the key.
-func limitsKey(l precheck.Limits) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%#v\n%#v", precheck.DefaultLimits, l))
-	return hex.EncodeToString(sum[:16])
-}
-
-// inspectLimits are the limits Load's precheck applies under policy.
-func inspectLimits(policy Policy) precheck.Limits {
+// loadLimits are the limits Load's precheck applies under policy.
+func loadLimits(policy Policy) precheck.Limits {
 	return precheck.Limits{MaxTableEntries: int(policy.MaxTableEntries)}
 }
 

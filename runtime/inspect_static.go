@@ -268,12 +268,12 @@ func (r *Runtime) inspectStatic(ctx context.Context, wasm []byte, policy Policy)
 	}
 	info := &ModuleInfo{Size: len(wasm), SHA256: digest(wasm), Mode: InspectStatic}
 	entry := r.cachedEntry(info.SHA256)
-	limits := limitsKey(inspectLimits(policy))
+	limits := loadLimits(policy).Key()
 	prechecked := entry != nil && entry.Prechecked == limits
 	if !prechecked {
 		// The limits Load checks before any compile: a module over them
 		// is refused whatever else it is.
-		if _, err := precheck.Check(wasm, inspectLimits(policy)); err != nil {
+		if _, err := precheck.Check(wasm, loadLimits(policy)); err != nil {
 			if errors.Is(err, precheck.ErrMalformed) {
 				return nil, fmt.Errorf("%w: not a valid WebAssembly module: %w", ErrInvalidModule, err)
 			}

@@ -415,3 +415,34 @@ func TestInspectStaticLimits(t *testing.T) {
 		}
 	}
 }
+
+// A load reads what `inspect -run` would (its probe instance calls the two
+// exports): a later static inspect of the same bytes shows those values,
+// from the cache, without compiling or running anything.
+func TestInspectAfterLoad(t *testing.T) {
+	wasm, err := os.ReadFile(testguest.Build(t, "examples/fake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rt := newRuntime(t, runtime.WithCompilationCacheDir(t.TempDir()))
+	before, err := rt.Inspect(ctx, wasm, static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.ABIVersionKnown || before.DeclaredKnown {
+		t.Fatalf("values known before anything ran: %+v", before)
+	}
+	p, err := rt.LoadBytes(ctx, "fake", wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := rt.Inspect(ctx, wasm, static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ABIVersionKnown || after.ABIVersion != abi.Version || after.ABIVersionFrom != runtime.FromCache ||
+		!after.DeclaredKnown || after.Declared != p.Declared() || after.DeclaredFrom != runtime.FromCache {
+		t.Errorf("static inspect after a load: %+v; the load read ABI %d, declared %#x", after, abi.Version, uint64(p.Declared()))
+	}
+}

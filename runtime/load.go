@@ -139,6 +139,11 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		_ = probe.Close(ctx)
 		return nil, err
 	}
+	// What the probe read is what `inspect -run` calls the exports for:
+	// kept, with the precheck verdict, for a later static inspect of the
+	// same bytes (nothing is written when the entry already says so).
+	r.remember(&ModuleInfo{SHA256: sum, ABIVersion: abi.Version, ABIVersionFrom: FromExportCall,
+		Declared: declared, DeclaredFrom: FromExportCall}, loadLimits(policy).Key(), r.cachedEntry(sum))
 	if refused := declared &^ granted; refused != 0 {
 		logger.Warn("policy refuses capabilities the module declares; calls needing them will fail",
 			"refused", refused.Names())
@@ -227,7 +232,7 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, policy Policy) (engi
 // (CheckKey): a warm load does not check again what it checked when it
 // wrote the cache, and only modules that passed are written there.
 func (r *Runtime) compileDigest(ctx context.Context, wasm []byte, sum [sha256.Size]byte, policy Policy) (engine.Module, error) {
-	limits := precheck.Limits{MaxTableEntries: int(policy.MaxTableEntries)}
+	limits := loadLimits(policy)
 	// The engines wrap ErrInvalidModule themselves (it is
 	// engine.ErrInvalidModule), so their error passes through unchanged.
 	return r.engine.Compile(ctx, wasm, engine.ModuleConfig{
