@@ -111,7 +111,8 @@ func TestImageVerificationRefused(t *testing.T) {
 }
 
 // An image behind basic auth is pulled with the pull Secret's
-// .dockerconfigjson; the spec's pool overrides its policy's.
+// .dockerconfigjson; the spec's pool overrides its policy's, its
+// idleTimeout included.
 func TestImagePullSecretAndPool(t *testing.T) {
 	e := newEnv(t, envOpts{leader: true})
 	auth := testregistry.Start(t, testregistry.Options{User: "u", Password: "p"})
@@ -138,7 +139,9 @@ func TestImagePullSecretAndPool(t *testing.T) {
 	e.wps.updateSpec(t, "fake", func(s *wasmprovv1alpha1.WasmProviderSpec) {
 		s.Source.Image.PullSecret = &corev1.SecretReference{Namespace: "kube-system", Name: "pull"}
 		s.Policy = raw(`{"poolSize":2}`)
-		s.Pool = &wasmprovv1alpha1.Pool{Size: 3}
+		// An idle timeout makes the pool lazy: the smoke call's
+		// instance is closed soon after, none is kept.
+		s.Pool = &wasmprovv1alpha1.Pool{Size: 3, IdleTimeout: &metav1.Duration{Duration: 100 * time.Millisecond}}
 	})
 	got := e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string { return all(serving(wp, d.String()), ready(wp)) })
 	if _, ok := e.clients.Load(string(cfg)); !ok {
@@ -147,6 +150,20 @@ func TestImagePullSecretAndPool(t *testing.T) {
 	for _, s := range e.reg.Status() {
 		if s.Name == "fake" && s.PoolSize != 3 {
 			t.Fatalf("pool size %d, want spec.pool's 3", s.PoolSize)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var live int64 = -1
+		for _, s := range e.reg.Status() {
+			if s.Name == "fake" {
+				live = s.Instances
+			}
+		}
+		if live == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instances still live 10 s after spec.pool.idleTimeout 100ms", live)
 		}
 	}
 	for _, c := range got.Status.Conditions {

@@ -61,6 +61,12 @@ func policyOf(spec *wasmprovv1alpha1.WasmProviderSpec) (*runtime.Policy, error) 
 		if pool.MaxCallsPerInstance != 0 {
 			p.MaxCallsPerInstance = int(pool.MaxCallsPerInstance)
 		}
+		if pool.IdleTimeout != nil {
+			if pool.IdleTimeout.Duration < 0 {
+				return nil, invalidSpec("spec.pool.idleTimeout: must not be negative")
+			}
+			p.IdleTimeout = runtime.Duration(pool.IdleTimeout.Duration)
+		}
 	}
 	if spec.Policy == nil && spec.Pool == nil {
 		return nil, nil

@@ -185,6 +185,7 @@ func jsonFields(t reflect.Type) []jsonField {
 
 var (
 	timeGoType         = reflect.TypeFor[metav1.Time]()
+	durationGoType     = reflect.TypeFor[metav1.Duration]()
 	rawExtensionGoType = reflect.TypeFor[runtime.RawExtension]()
 	objectMetaGoType   = reflect.TypeFor[metav1.ObjectMeta]()
 	ourPkgPath         = reflect.TypeFor[v1alpha1.WasmProvider]().PkgPath()
@@ -214,6 +215,12 @@ func (c *schemaChecker) check(path string, typ reflect.Type, s obj) {
 	case typ == timeGoType:
 		if schemaType(s) != "string" || s["format"] != "date-time" {
 			c.errorf(path, "metav1.Time wants type string, format date-time; schema has type %q format %v", schemaType(s), s["format"])
+		}
+		return
+	case typ == durationGoType:
+		// metav1.Duration is a string Go's time.ParseDuration reads.
+		if schemaType(s) != "string" || s["pattern"] == nil {
+			c.errorf(path, "metav1.Duration wants type string with a pattern; schema has type %q pattern %v", schemaType(s), s["pattern"])
 		}
 		return
 	case typ == rawExtensionGoType:

@@ -60,7 +60,7 @@ func fullWasmProvider() *v1alpha1.WasmProvider {
 			},
 			Verify:               &runtime.RawExtension{Raw: []byte(`{"anyOf":[{"publicKey":"-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"}],"minMatches":1}`)},
 			Policy:               &runtime.RawExtension{Raw: []byte(`{"allowedHosts":["api.hetzner.cloud"],"callTimeout":"2m","poolSize":8}`)},
-			Pool:                 &v1alpha1.Pool{Size: 4, Prewarm: 2, MaxCallsPerInstance: -1},
+			Pool:                 &v1alpha1.Pool{Size: 4, Prewarm: 2, MaxCallsPerInstance: -1, IdleTimeout: &metav1.Duration{Duration: 90 * time.Second}},
 			RevisionHistoryLimit: 7,
 		},
 		Status: v1alpha1.WasmProviderStatus{

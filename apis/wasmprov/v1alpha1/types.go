@@ -130,6 +130,11 @@ type Pool struct {
 	// MaxCallsPerInstance recycles an instance after that many calls
 	// (default 10000; -1 never).
 	MaxCallsPerInstance int32 `json:"maxCallsPerInstance,omitempty"`
+	// IdleTimeout closes an instance idle that long, down to none, so a
+	// rarely called provider holds no memory between calls; with it
+	// Prewarm defaults to 0 (no instance until the first call). Unset
+	// keeps the policy's value, or never closes idle instances.
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // Condition types of a WasmProvider.

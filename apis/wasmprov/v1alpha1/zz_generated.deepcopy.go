@@ -83,7 +83,7 @@ func (in *WasmProviderSpec) DeepCopyInto(out *WasmProviderSpec) {
 	}
 	if in.Pool != nil {
 		out.Pool = new(Pool)
-		*out.Pool = *in.Pool
+		in.Pool.DeepCopyInto(out.Pool)
 	}
 }
 
@@ -241,7 +241,13 @@ func (in *URLSource) DeepCopy() *URLSource {
 }
 
 // DeepCopyInto copies the receiver into out. in must be non-nil.
-func (in *Pool) DeepCopyInto(out *Pool) { *out = *in }
+func (in *Pool) DeepCopyInto(out *Pool) {
+	*out = *in
+	if in.IdleTimeout != nil {
+		out.IdleTimeout = new(metav1.Duration)
+		*out.IdleTimeout = *in.IdleTimeout
+	}
+}
 
 // DeepCopy returns a deep copy of the receiver (nil for nil).
 func (in *Pool) DeepCopy() *Pool {
