@@ -117,8 +117,8 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := \
 	./internal/hostfuncs:FuzzHTTPRequest ./internal/hostfuncs:FuzzHTTPAllow ./internal/hostfuncs:FuzzInternalAddr \
 	./internal/hostfuncs:FuzzConfigVar ./internal/hostfuncs:FuzzMachineUpdate ./internal/hostfuncs:FuzzPVList \
-	./internal/hostfuncs:FuzzLog ./internal/hostfuncs:FuzzInput ./internal/hostfuncs:FuzzHostArgs \
-	./runtime:FuzzHostFunctionArgs ./runtime/internal/interrupt:FuzzInstrument \
+	./internal/hostfuncs:FuzzLog ./internal/hostfuncs:FuzzInput ./internal/hostfuncs:FuzzHostArgs ./abi:FuzzHTTPFrame \
+	./runtime:FuzzHostFunctionArgs ./runtime:FuzzInspectStatic ./runtime/internal/interrupt:FuzzInstrument \
 	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker \
 	./runtime/internal/wasip1:FuzzValidPath ./runtime/metadata:FuzzRead ./examples/hetzner/hcloudsim:FuzzSimSequence
 fuzz-smoke:

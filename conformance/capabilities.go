@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -15,10 +16,11 @@ func checkModule(t *T) error {
 	return nil
 }
 
-// importOf maps a capability to the import it grants.
-var importOf = map[abi.Capability]string{
-	abi.CapLog: abi.ImportLog, abi.CapHTTP: abi.ImportHTTP, abi.CapMachineUpdate: abi.ImportMachineUpdate,
-	abi.CapPVList: abi.ImportPVList, abi.CapConfigVar: abi.ImportConfigVar,
+// importOf maps a capability to the imports it grants (http: either
+// framing of a request).
+var importOf = map[abi.Capability][]string{
+	abi.CapLog: {abi.ImportLog}, abi.CapHTTP: {abi.ImportHTTP, abi.ImportHTTPBin}, abi.CapMachineUpdate: {abi.ImportMachineUpdate},
+	abi.CapPVList: {abi.ImportPVList}, abi.CapConfigVar: {abi.ImportConfigVar},
 }
 
 // checkCapabilities fails a provider that called host functions it did not
@@ -51,16 +53,18 @@ func checkUnusedCapabilities(t *T) error {
 	declared := t.env.prov.Declared()
 	var problems []string
 	for _, c := range []abi.Capability{abi.CapLog, abi.CapHTTP, abi.CapMachineUpdate, abi.CapPVList, abi.CapConfigVar} {
-		name := importOf[c]
+		names := importOf[c]
+		name := strings.Join(names, " or "+abi.ModuleName+".")
+		uses := slices.ContainsFunc(names, func(n string) bool { return imported[n] })
 		switch {
-		case declared.Has(c) && !imported[name] && c == abi.CapLog:
+		case declared.Has(c) && !uses && c == abi.CapLog:
 			// The Go SDK always declares log; it reaches nothing outside
 			// the sandbox, so an unused declaration is only noted.
 			t.notef("declares \"log\" but never logs")
-		case declared.Has(c) && !imported[name]:
+		case declared.Has(c) && !uses:
 			problems = append(problems, fmt.Sprintf("declares %q (capabilities 0x%x) but does not import %s.%s, so it can never use it: drop the declaration",
 				c.Names()[0], uint64(declared), abi.ModuleName, name))
-		case !declared.Has(c) && imported[name]:
+		case !declared.Has(c) && uses:
 			t.notef("imports %s without declaring %q (harmless unless it calls it; SDKs often link every import)", name, c.Names()[0])
 		}
 	}

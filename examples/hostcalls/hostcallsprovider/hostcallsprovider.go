@@ -83,7 +83,8 @@ func decodeSpec(s provider.MachineSpec) (provider.Config, Spec, error) {
 
 // client is what one call needs to talk to the API. It uses the SDK's
 // DoHTTP rather than net/http's client: the module is several megabytes
-// smaller (examples/hetzner shows the net/http way).
+// smaller (examples/hetzner-hcloudgo shows the net/http way, hcloud-go
+// over guests/go/hosthttp).
 type client struct {
 	endpoint, token string
 }
