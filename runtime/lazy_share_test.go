@@ -13,8 +13,8 @@ import (
 )
 
 // compiledFiles counts the engine's compiled modules in a compilation
-// cache directory: every file but the instrumented modules (one per module
-// as shipped, package instrumented).
+// cache directory: every file but the runtime's own (the instrumented
+// modules, one per module as shipped, and the inspect results).
 func compiledFiles(t *testing.T, dir string) int {
 	t.Helper()
 	n := 0
@@ -23,7 +23,7 @@ func compiledFiles(t *testing.T, dir string) int {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() && strings.HasPrefix(rel, "wasmprov-instrumented") {
+		if d.IsDir() && strings.HasPrefix(rel, "wasmprov-") { // our instrumented modules and inspect results, not compiled code
 			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() {

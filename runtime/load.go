@@ -39,7 +39,10 @@ func WithPolicy(p Policy) LoadOption { return func(c *loadConfig) { c.policy = &
 
 // Load reads, validates and prepares the provider module at path. When it
 // returns, the module is compiled and its first instance is running, so the
-// first call pays no start-up cost.
+// first call pays no start-up cost — unless the policy is lazy (an
+// IdleTimeout without Prewarm): then loading closes the instance it started
+// to read the module's ABI version and capabilities, and the first call
+// starts one.
 func (r *Runtime) Load(ctx context.Context, path string, opts ...LoadOption) (*Provider, error) {
 	wasm, err := os.ReadFile(path)
 	if err != nil {

@@ -37,15 +37,13 @@ func TestWatchFollowsDirectory(t *testing.T) {
 	writeAtomic(t, path, v1)
 	waitServing(t, f, "w", sum(v1))
 
-	// A policy change alone is a new version.
-	mark := f.ev.len()
+	// A policy change alone is a new version. (Not told by the next
+	// EventReloaded: the one of the rename above may still be on its way
+	// once the new digest serves, and both carry the same digest.)
 	if err := os.WriteFile(filepath.Join(dir, "w.yaml"), []byte("poolSize: 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.ev.wait(t, mark, 20*time.Second, func(e registry.Event) bool { return e.Kind == registry.EventReloaded })
-	if got := h.Current().Policy().PoolSize; got != 2 {
-		t.Fatalf("pool size after policy change = %d", got)
-	}
+	waitFor(t, 20*time.Second, "the policy change served", func() bool { return h.Current().Policy().PoolSize == 2 })
 
 	// Removal waits for the call in flight.
 	slow := make(chan error, 1)
@@ -55,7 +53,7 @@ func TestWatchFollowsDirectory(t *testing.T) {
 	}()
 	cur := h.Current()
 	waitFor(t, 5*time.Second, "slow call", func() bool { inUse := cur.PoolStats().InUse; return inUse == 1 })
-	mark = f.ev.len()
+	mark := f.ev.len()
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
