@@ -81,7 +81,7 @@ conformance: cli guests c-guests
 # without it, which cuts their time several-fold. Together they are ./...
 RACE_PKGS := ./abi/... ./apis/... ./cassette/... ./cloud/... ./cloudprovider/... ./controller/... ./guests/... ./internal/hostfuncs \
 	./runtime/metadata ./runtime/oci ./runtime/signature \
-	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem \
+	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem ./runtime/internal/memimage \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 \
 	./runtime/internal/wasmbin
 PLAIN_PKGS := ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
@@ -122,7 +122,7 @@ FUZZ_TARGETS := \
 	./internal/hostfuncs:FuzzHTTPRequest ./internal/hostfuncs:FuzzHTTPAllow ./internal/hostfuncs:FuzzInternalAddr \
 	./internal/hostfuncs:FuzzConfigVar ./internal/hostfuncs:FuzzMachineUpdate ./internal/hostfuncs:FuzzPVList \
 	./internal/hostfuncs:FuzzLog ./internal/hostfuncs:FuzzInput ./internal/hostfuncs:FuzzHostArgs ./abi:FuzzHTTPFrame \
-	./runtime:FuzzHostFunctionArgs ./runtime:FuzzInspectStatic ./runtime/internal/interrupt:FuzzInstrument \
+	./runtime:FuzzHostFunctionArgs ./runtime:FuzzInspectStatic ./runtime/internal/interrupt:FuzzInstrument ./runtime/internal/memimage:FuzzSplit \
 	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker \
 	./runtime/internal/wasip1:FuzzValidPath ./runtime/metadata:FuzzRead ./examples/hetzner/hcloudsim:FuzzSimSequence
 fuzz-smoke:

@@ -59,7 +59,7 @@ func Engines() []Engine {
 func newWazero(c config) (engine.Engine, error) {
 	var opts []wazeroengine.Option
 	if a := mmapmem.New(); a != nil {
-		opts = append(opts, wazeroengine.WithMemoryAllocator(a))
+		opts = append(opts, wazeroengine.WithMappedMemory(a))
 	}
 	return wazeroengine.New(c.cacheDir, opts...)
 }

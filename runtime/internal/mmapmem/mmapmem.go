@@ -18,6 +18,10 @@
 // also kept out of transparent huge pages (MADV_NOHUGEPAGE), so one touched
 // byte never makes 2 MiB resident.
 //
+// An Image (Linux) is a memory's initial contents held once in a sealed
+// memfd: WithImage's memories map it copy-on-write as their first pages,
+// so the pages instances only read are shared between them (image.go).
+//
 // Only Linux and Darwin are supported. Elsewhere New returns nil and callers
 // keep wazero's default:
 //

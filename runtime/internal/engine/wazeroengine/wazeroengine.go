@@ -28,6 +28,8 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/instrumented"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
+	"github.com/wasmprov/wasmprov/runtime/internal/memimage"
+	"github.com/wasmprov/wasmprov/runtime/internal/mmapmem"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasip1"
 )
 
@@ -35,7 +37,7 @@ import (
 type Engine struct {
 	cache        wazero.CompilationCache
 	instrumented *instrumented.Cache
-	allocator    experimental.MemoryAllocator
+	mapped       *mmapmem.Allocator
 
 	// shared holds every open module by what it was compiled from: a second
 	// Compile of the same bytes with the same configuration (a provider
@@ -66,7 +68,20 @@ type sharedModule struct {
 	key      sharedKey
 	wr       wazero.Runtime
 	compiled wazero.CompiledModule
-	refs     int
+	// image holds the module's active data (memimage.Split), which compiled
+	// no longer writes: every instance maps it (nil: compiled has its data).
+	image *mmapmem.Image
+	refs  int
+}
+
+// close releases what sm holds.
+func (sm *sharedModule) close(ctx context.Context) error {
+	_ = sm.compiled.Close(ctx)
+	err := sm.wr.Close(ctx)
+	if sm.image != nil {
+		_ = sm.image.Close()
+	}
+	return err
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -74,9 +89,13 @@ var _ engine.Engine = (*Engine)(nil)
 // Option configures New.
 type Option func(*Engine)
 
-// WithMemoryAllocator backs linear memories with a (nil: wazero's Go slices).
-func WithMemoryAllocator(a experimental.MemoryAllocator) Option {
-	return func(e *Engine) { e.allocator = a }
+// WithMappedMemory backs linear memories with a (nil: wazero's Go slices)
+// and, where the platform has memory images (mmapmem.NewImage), moves the
+// active data of a module that has enough (memimage.Split) into an image
+// every instance maps copy-on-write: its pages are held once, not once per
+// instance.
+func WithMappedMemory(a *mmapmem.Allocator) Option {
+	return func(e *Engine) { e.mapped = a }
 }
 
 // New returns an engine whose compiled code is cached in cacheDir (in
@@ -159,15 +178,39 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 			return nil, err
 		}
 	}
+	image := e.memoryImage(&wasm)
 	compiled, err := compileModule(experimental.WithCompilationWorkers(ctx, compilationWorkers()), wr, wasm)
 	if err != nil {
+		if image != nil {
+			_ = image.Close()
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("compiling module: %w", ctxErr)
 		}
 		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %v", engine.ErrInvalidModule, err)
 	}
-	sm := e.publish(ctx, &sharedModule{key: key, wr: wr, compiled: compiled, refs: 1})
+	sm := e.publish(ctx, &sharedModule{key: key, wr: wr, compiled: compiled, image: image, refs: 1})
 	return &module{engine: e, sh: sm, wr: sm.wr, compiled: sm.compiled, interruptible: cfg.Interruptible}, nil
+}
+
+// memoryImage moves *wasm's active data into an image when memory is
+// mapped and the module qualifies (memimage.Split), and returns it; else
+// nil, and *wasm is left alone. A module that does not qualify, or an image
+// the OS refuses, costs nothing but the data held per instance.
+func (e *Engine) memoryImage(wasm *[]byte) *mmapmem.Image {
+	if e.mapped == nil {
+		return nil
+	}
+	stripped, content, ok := memimage.Split(*wasm)
+	if !ok {
+		return nil
+	}
+	im, err := mmapmem.NewImage(content)
+	if err != nil {
+		return nil
+	}
+	*wasm = stripped
+	return im
 }
 
 // acquire returns the open module compiled for key, with one more
@@ -189,8 +232,7 @@ func (e *Engine) publish(ctx context.Context, sm *sharedModule) *sharedModule {
 	if other := e.shared[sm.key]; other != nil {
 		other.refs++
 		e.mu.Unlock()
-		_ = sm.compiled.Close(ctx)
-		_ = sm.wr.Close(ctx)
+		_ = sm.close(ctx)
 		return other
 	}
 	if e.shared == nil {
@@ -217,6 +259,19 @@ func compileModule(ctx context.Context, wr wazero.Runtime, wasm []byte) (c wazer
 		}
 	}()
 	return wr.CompileModule(ctx, wasm)
+}
+
+// instantiateModule is wr.InstantiateModule, a panic an error: wazero
+// panics when an allocator returns no memory for the initial size (an
+// image that cannot be read back, mmapmem.WithImage), which is a failed
+// instantiation, not a dead host.
+func instantiateModule(ctx context.Context, wr wazero.Runtime, compiled wazero.CompiledModule, cfg wazero.ModuleConfig) (mod api.Module, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			mod, err = nil, fmt.Errorf("wazero failed to instantiate the module: %v", r)
+		}
+	}()
+	return wr.InstantiateModule(ctx, compiled, cfg)
 }
 
 // errInterrupted is what an interrupted instance's yield and host
@@ -378,8 +433,7 @@ func (m *module) Close(ctx context.Context) error {
 		}
 		e.mu.Unlock()
 		if last {
-			_ = m.compiled.Close(ctx)
-			m.closeErr = m.wr.Close(ctx)
+			m.closeErr = m.sh.close(ctx)
 		}
 	})
 	return m.closeErr
@@ -395,8 +449,11 @@ func (m *module) Instantiate(ctx context.Context, c engine.InstanceConfig) (engi
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions() // the runtime runs _initialize, under its deadline
-	if m.engine.allocator != nil {
-		ctx = experimental.WithMemoryAllocator(ctx, m.engine.allocator)
+	switch {
+	case m.sh.image != nil:
+		ctx = experimental.WithMemoryAllocator(ctx, m.engine.mapped.WithImage(m.sh.image))
+	case m.engine.mapped != nil:
+		ctx = experimental.WithMemoryAllocator(ctx, m.engine.mapped)
 	}
 	inst := &instance{wasi: state, interruptible: m.interruptible}
 	inst.call.inst = inst
@@ -405,7 +462,7 @@ func (m *module) Instantiate(ctx context.Context, c engine.InstanceConfig) (engi
 	// else can, as the instance is not returned yet.
 	inst.call.Context = ctx
 	stop := context.AfterFunc(ctx, state.Interrupt)
-	mod, err := m.wr.InstantiateModule(&inst.call, m.compiled, cfg)
+	mod, err := instantiateModule(&inst.call, m.wr, m.compiled, cfg)
 	interrupted := !stop()
 	inst.call.Context = nil
 	if interrupted {

@@ -1,0 +1,115 @@
+package wazeroengine
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/runtime/internal/engine"
+	"github.com/wasmprov/wasmprov/runtime/internal/mmapmem"
+)
+
+func memoryBytes(t *testing.T, inst engine.Instance) []byte {
+	t.Helper()
+	mem := inst.(*instance).mod.Memory()
+	b, ok := mem.Read(0, mem.Size())
+	if !ok {
+		t.Fatal("reading memory")
+	}
+	return bytes.Clone(b)
+}
+
+// A Go guest on an engine with mapped memory gets its data from a memory
+// image, and runs as it does with its data segments: the same memory after
+// instantiation and after the Go runtime's initialisation. Instances do
+// not see each other's writes; the image's file is closed with the module.
+func TestMemoryImage(t *testing.T) {
+	a := mmapmem.New()
+	if a == nil {
+		t.Skip("no mapped memory on this platform")
+	}
+	if _, err := mmapmem.NewImage([]byte{1}); err != nil {
+		t.Skipf("no memory images on this platform: %v", err)
+	}
+	ctx := context.Background()
+	wasm, err := os.ReadFile(testguest.Build(t, "examples/fake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := engine.ModuleConfig{MemoryLimitPages: 1024, Interruptible: true, HostFunctions: hostfuncs.Functions()}
+	compile := func(opts ...Option) *module {
+		e, err := New("", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close(ctx) })
+		m, err := e.Compile(ctx, wasm, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.(*module)
+	}
+	instantiate := func(m *module) engine.Instance {
+		inst, err := m.Instantiate(ctx, engine.InstanceConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = inst.Close(ctx) })
+		return inst
+	}
+	plain, imaged := compile(), compile(WithMappedMemory(a))
+	if plain.sh.image != nil || imaged.sh.image == nil {
+		t.Fatalf("images: plain engine %v, mapped engine %v; want none and one", plain.sh.image != nil, imaged.sh.image != nil)
+	}
+	want, i1, i2 := instantiate(plain), instantiate(imaged), instantiate(imaged)
+	wantMem := memoryBytes(t, want)
+	if !bytes.Equal(memoryBytes(t, i1), wantMem) {
+		t.Fatal("an instance with the image does not start with the memory the data segments write")
+	}
+	for _, inst := range []engine.Instance{want, i1} {
+		if err := inst.Function("_initialize").Call(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	initialised := memoryBytes(t, want)
+	if !bytes.Equal(memoryBytes(t, i1), initialised) {
+		t.Fatal("the Go runtime initialises to another memory with the image")
+	}
+	if bytes.Equal(initialised[:len(wantMem)], wantMem) {
+		t.Fatal("_initialize wrote nothing: the comparison above proves nothing")
+	}
+	if !bytes.Equal(memoryBytes(t, i2), wantMem) {
+		t.Fatal("an instance sees another's writes")
+	}
+	i3 := instantiate(imaged)
+	if !bytes.Equal(memoryBytes(t, i3), wantMem) {
+		t.Fatal("an instance's writes changed the image")
+	}
+	open := imageFiles(t)
+	if err := imaged.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := imageFiles(t); left != open-1 {
+		t.Fatalf("%d image files open before the module's Close, %d after", open, left)
+	}
+}
+
+// imageFiles counts this process's open memory image files.
+func imageFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(target, "/memfd:wasmprov-memory-image") {
+			n++
+		}
+	}
+	return n
+}
