@@ -411,7 +411,10 @@ func BenchmarkColdStart(b *testing.B) {
 // BenchmarkMemory measures RSS per ready instance in new processes: the
 // difference between a process holding 17 instances and one holding 1,
 // divided by 16; "used" is the same after every instance served 200
-// Validate calls. For go-plugin, an instance is a plugin process: its RSS.
+// Validate calls; "PSS" is the same in proportional set size, where a page
+// that instances share copy-on-write (a memory image) counts once, not once
+// per instance that read it. For go-plugin, an instance is a plugin
+// process: its RSS.
 // For the wasmprov guest it also reports linear memory after _initialize and
 // after 1000 Validate calls.
 func BenchmarkMemory(b *testing.B) {
@@ -423,12 +426,14 @@ func BenchmarkMemory(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			prebuild(b, name)
 			cache := []string{"-cache", filepath.Join(contenders.CacheDir(), "coldstart-cache-"+name)}
-			var ready, used, child float64
+			var ready, used, pssReady, pssUsed, child float64
 			for i := 0; i < b.N; i++ {
 				one, _ := probe(b, append([]string{"-contender", name, "-mode", "memory", "-instances", "1"}, cache...)...)
 				many, _ := probe(b, append([]string{"-contender", name, "-mode", "memory", "-instances", strconv.Itoa(n + 1)}, cache...)...)
 				ready += (many["rssReadyMiB"] - one["rssReadyMiB"]) / n
 				used += (many["rssUsedMiB"] - one["rssUsedMiB"]) / n
+				pssReady += (many["pssReadyMiB"] - one["pssReadyMiB"]) / n
+				pssUsed += (many["pssUsedMiB"] - one["pssUsedMiB"]) / n
 				child += one["childRSSMiB"]
 			}
 			f := float64(b.N)
@@ -437,6 +442,8 @@ func BenchmarkMemory(b *testing.B) {
 			} else {
 				b.ReportMetric(ready/f, "MiB-RSS/instance")
 				b.ReportMetric(used/f, "MiB-RSS/used-instance")
+				b.ReportMetric(pssReady/f, "MiB-PSS/instance")
+				b.ReportMetric(pssUsed/f, "MiB-PSS/used-instance")
 			}
 			if strings.HasPrefix(name, "wasmprov") {
 				lin, _ := probe(b, "-mode", "linear", "-instances", "1000")

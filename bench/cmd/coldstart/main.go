@@ -41,6 +41,8 @@ type result struct {
 	RSSBeforeMiB   float64 `json:"rssBeforeMiB,omitempty"`
 	RSSReadyMiB    float64 `json:"rssReadyMiB,omitempty"`
 	RSSUsedMiB     float64 `json:"rssUsedMiB,omitempty"`
+	PSSReadyMiB    float64 `json:"pssReadyMiB,omitempty"`
+	PSSUsedMiB     float64 `json:"pssUsedMiB,omitempty"`
 	ChildRSSMiB    float64 `json:"childRSSMiB,omitempty"`
 	LinearInitMiB  float64 `json:"linearInitMiB,omitempty"`
 	LinearAfterMiB float64 `json:"linearAfterMiB,omitempty"`
@@ -93,17 +95,27 @@ func first(ctx context.Context, name, cache string) (result, error) {
 	return result{LoadMS: ms(loaded.Sub(start)), FirstCallMS: ms(done.Sub(loaded)), TotalMS: ms(done.Sub(start))}, nil
 }
 
-func rssMiB(pid string) float64 {
-	f, err := os.Open("/proc/" + pid + "/status")
+// rssMiB is a process's resident set (VmRSS). A page mapped by several
+// mappings (a memory image shared copy-on-write by instances: wasmtime's,
+// wasmprov's on wazero) counts once per mapping that touched it.
+func rssMiB(pid string) float64 { return procKiB("/proc/"+pid+"/status", "VmRSS:") / 1024 }
+
+// pssMiB is this process's proportional set size: every page counts once,
+// split between the mappings that share it.
+func pssMiB() float64 { return procKiB("/proc/self/smaps_rollup", "Pss:") / 1024 }
+
+// procKiB reads the "<field> n kB" line of a /proc file (0 if none).
+func procKiB(path, field string) float64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(s.Text(), field); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
+			return kb
 		}
 	}
 	return 0
@@ -128,7 +140,7 @@ func memory(ctx context.Context, name, cache string, n int) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.RSSReadyMiB = settle()
+	res.RSSReadyMiB, res.PSSReadyMiB = settle(), pssMiB()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
@@ -150,7 +162,7 @@ func memory(ctx context.Context, name, cache string, n int) (result, error) {
 	if firstErr != nil {
 		return res, firstErr
 	}
-	res.RSSUsedMiB = settle()
+	res.RSSUsedMiB, res.PSSUsedMiB = settle(), pssMiB()
 	if sp, ok := c.(contenders.Subprocess); ok {
 		res.ChildRSSMiB = rssMiB(strconv.Itoa(sp.PID()))
 	}
