@@ -24,9 +24,6 @@ type Image struct {
 // ErrUnsupported is NewImage where there are no images.
 var ErrUnsupported = errors.New("mmapmem: memory images are not supported on this platform")
 
-// Size is the image's length in bytes.
-func (im *Image) Size() uint64 { return im.size }
-
 // WithImage returns an allocator like a whose memories start with im's
 // bytes (a memory whose maximum cannot hold them fails to instantiate). im
 // must stay open while memories are allocated with it; those allocated

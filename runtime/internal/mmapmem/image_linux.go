@@ -95,7 +95,7 @@ func mapImage(m experimental.LinearMemory, im *Image) error {
 	if n == 0 {
 		return nil
 	}
-	if n > uint64(len(mm.region)) || n > mm.max+pageSize-1 {
+	if n > uint64(len(mm.region)) {
 		return fmt.Errorf("memory image of %d bytes does not fit a memory of at most %d", im.size, mm.max)
 	}
 	_, err := unix.MmapPtr(im.fd, 0, unsafe.Pointer(unsafe.SliceData(mm.region)), uintptr(n),

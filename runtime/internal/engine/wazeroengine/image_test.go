@@ -98,6 +98,46 @@ func TestMemoryImage(t *testing.T) {
 	}
 }
 
+// An instance whose memory cannot get the module's data (here: the image
+// closed under it) fails to instantiate with an error; wazero panics when
+// an allocator gives no memory, and the engine must not pass that on.
+func TestMemoryImageUnavailable(t *testing.T) {
+	a := mmapmem.New()
+	if a == nil {
+		t.Skip("no mapped memory on this platform")
+	}
+	ctx := context.Background()
+	wasm, err := os.ReadFile(testguest.Build(t, "examples/fake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New("", WithMappedMemory(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	m, err := e.Compile(ctx, wasm, engine.ModuleConfig{MemoryLimitPages: 1024, Interruptible: true, HostFunctions: hostfuncs.Functions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	im := m.(*module).sh.image
+	if im == nil {
+		t.Skip("no memory images on this platform")
+	}
+	if err := im.Close(); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := m.Instantiate(ctx, engine.InstanceConfig{})
+	if err == nil {
+		_ = inst.Close(ctx)
+		t.Fatal("an instance started without its data")
+	}
+	if !strings.Contains(err.Error(), "instantiate") {
+		t.Fatalf("error %q does not say the instantiation failed", err)
+	}
+}
+
 // imageFiles counts this process's open memory image files.
 func imageFiles(t *testing.T) int {
 	t.Helper()
