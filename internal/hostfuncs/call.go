@@ -256,7 +256,9 @@ const MaxRetryAfter = time.Hour
 // SetError records the guest's error report. A negative retry hint counts
 // as none; one above MaxRetryAfter is clamped to it.
 func (c *Call) SetError(reason, message string, retryAfterMillis int64) {
-	c.ErrSet, c.ErrReason, c.ErrMessage = true, reason, Printable(message)
+	// The message may be written into the Machine's status: its bound is
+	// on the printable text, which may be longer than the guest's bytes.
+	c.ErrSet, c.ErrReason, c.ErrMessage = true, reason, ClipPrintable(message, int(c.Env.limits().MaxMessageBytes))
 	c.RetryAfter = 0
 	if retryAfterMillis > 0 {
 		c.RetryAfter = MaxRetryAfter

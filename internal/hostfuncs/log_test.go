@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
@@ -89,7 +90,7 @@ func TestLogQuotaPerCall(t *testing.T) {
 	var buf bytes.Buffer
 	env := &Env{Logger: slog.New(slog.NewJSONHandler(&buf, nil)), Limits: Limits{MaxLogRecordsPerCall: 10, MaxLogBytesPerCall: 100}}
 	c := NewCall(context.Background(), env, abi.MethodGet, abi.CapLog)
-	mem := &flatMemory{b: make([]byte, 4096)}
+	mem := &flatMemory{b: bytes.Repeat([]byte("a"), 4096)}
 	f := hostFunction(t, abi.ImportLog)
 	logOnce := func(n uint32) int32 {
 		stack := []uint64{0, 0, uint64(n), 0, 0}
@@ -142,5 +143,108 @@ func TestGuestTextIsPrintable(t *testing.T) {
 		if got := PrintableLine(in); got != want {
 			t.Errorf("PrintableLine(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The log quota counts the bytes that reach the handler, not the guest's:
+// a NUL becomes the three bytes of U+FFFD, a quote two bytes in JSON. With
+// the quota counted on the guest's bytes, 1 MiB of NULs put 3 MiB into the
+// log. Every record is as long as the quota lets it be; what the handler
+// wrote beyond the host's own fields must stay within the quota, for slog's
+// JSON and text handlers alike.
+func TestLogQuotaCountsWhatReachesTheHandler(t *testing.T) {
+	const quota = 64 << 10
+	attrs, _ := json.Marshal(map[string]string{"q": strings.Repeat(`"\`+"\x00", 1000), "\x1b": "\u202e"})
+	for _, tc := range []struct {
+		name       string
+		msg, attrs []byte
+	}{
+		{"NUL bytes", bytes.Repeat([]byte{0}, 4096), nil},
+		{"escape sequences", bytes.Repeat([]byte("\x1b[2J\xff"), 800), nil},
+		{"quotes and backslashes", bytes.Repeat([]byte(`"\`), 2000), nil},
+		{"attributes", []byte("m"), attrs},
+		{"raw attributes", []byte("m"), bytes.Repeat([]byte{1, '"'}, 2000)},
+	} {
+		for _, handler := range []string{"json", "text"} {
+			t.Run(tc.name+"/"+handler, func(t *testing.T) {
+				var buf bytes.Buffer
+				noTime := &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+					if a.Key == slog.TimeKey {
+						return slog.Attr{}
+					}
+					return a
+				}}
+				var h slog.Handler = slog.NewJSONHandler(&buf, noTime)
+				if handler == "text" {
+					h = slog.NewTextHandler(&buf, noTime)
+				}
+				env := &Env{Logger: slog.New(h), Limits: Limits{MaxLogBytesPerCall: quota}}
+				// The host's own part of a record: an empty one.
+				c := NewCall(context.Background(), env, abi.MethodGet, abi.CapLog)
+				if err := c.Log(0, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				empty := buf.Len()
+				buf.Reset()
+
+				mem := &flatMemory{b: append(append([]byte{}, tc.msg...), tc.attrs...)}
+				f := hostFunction(t, abi.ImportLog)
+				c = NewCall(context.Background(), env, abi.MethodGet, abi.CapLog)
+				records := 0
+				for range 10000 {
+					stack := []uint64{0, 0, uint64(len(tc.msg)), uint64(len(tc.msg)), uint64(len(tc.attrs))}
+					f.Fn(WithCall(context.Background(), c), mem, stack)
+					if r := int32(uint32(stack[0])); r != 0 {
+						if r != int32(abi.ErrnoTooLarge) {
+							t.Fatalf("log answered %d", r)
+						}
+						break
+					}
+					records++
+				}
+				out := buf.String()
+				warning := strings.LastIndex(out, "level=WARN")
+				if handler == "json" {
+					warning = strings.LastIndex(out, `{"level":"WARN"`)
+				}
+				if warning < 0 || records == 0 {
+					t.Fatalf("%d records, no quota warning", records)
+				}
+				guest := warning - records*empty
+				t.Logf("%d records, %d bytes of guest text in the log", records, guest)
+				if guest > quota {
+					t.Errorf("%d records put %d bytes of guest text into the log: the quota is %d", records, guest, quota)
+				}
+				if strings.ContainsAny(out[:warning], "\x00\x01\x1b\u202e") {
+					t.Errorf("control or format characters reached the log")
+				}
+			})
+		}
+	}
+}
+
+// An error message is cut after it is made printable: 64 KiB of NULs
+// were 192 KiB of U+FFFD in the Machine's status.
+func TestErrorMessageBoundAfterReplacement(t *testing.T) {
+	limit := int(DefaultLimits.MaxMessageBytes)
+	for _, msg := range []string{
+		strings.Repeat("\x00", limit),
+		strings.Repeat("\xff", limit),
+		strings.Repeat("é", limit),
+		strings.Repeat("a", limit+1),
+	} {
+		c := NewCall(context.Background(), &Env{}, abi.MethodCreate, 0)
+		c.SetError("CreateError", msg, 0)
+		if len(c.ErrMessage) > limit {
+			t.Errorf("a %d-byte message became %d bytes (limit %d)", len(msg), len(c.ErrMessage), limit)
+		}
+		if !utf8.ValidString(c.ErrMessage) || !strings.HasSuffix(c.ErrMessage, Ellipsis) {
+			t.Errorf("a cut message should be UTF-8 and end with %q: ...%q", Ellipsis, c.ErrMessage[max(0, len(c.ErrMessage)-8):])
+		}
+	}
+	c := NewCall(context.Background(), &Env{}, abi.MethodCreate, 0)
+	c.SetError("CreateError", strings.Repeat("a", limit), 0)
+	if len(c.ErrMessage) != limit || strings.HasSuffix(c.ErrMessage, Ellipsis) {
+		t.Errorf("a message of exactly the limit was changed (%d bytes)", len(c.ErrMessage))
 	}
 }
