@@ -10,6 +10,8 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // machineUpdate applies the guest's abi.MachineUpdate through
@@ -76,6 +78,12 @@ func updated(m *clusterv1alpha1.Machine, u *abi.MachineUpdate) (*clusterv1alpha1
 		if f == "" {
 			return nil, errorf(abi.ErrnoInvalid, "an empty finalizer name")
 		}
+		if hostFinalizer(f) && !slices.Contains(next.Finalizers, f) {
+			// Added by the provider, it would count as the provider's
+			// own, which it may remove: the controller's guarantee that
+			// the instance is deleted before the Machine would be gone.
+			return nil, errorf(abi.ErrnoDenied, "finalizer %q is the controller's", quoted(f))
+		}
 		if !slices.Contains(next.Finalizers, f) {
 			next.Finalizers = append(next.Finalizers, f)
 			if !slices.Contains(owned, f) {
@@ -93,9 +101,11 @@ func updated(m *clusterv1alpha1.Machine, u *abi.MachineUpdate) (*clusterv1alpha1
 		next.Finalizers = slices.DeleteFunc(next.Finalizers, func(x string) bool { return x == f })
 		owned = slices.DeleteFunc(owned, func(x string) bool { return x == f })
 	}
-	for k := range u.Annotations {
-		if strings.HasPrefix(k, HostAnnotationPrefix) {
-			return nil, errorf(abi.ErrnoDenied, "annotation %q is the host's", k)
+	for kind, ops := range map[string]map[string]*string{"annotation": u.Annotations, "label": u.Labels} {
+		for k := range ops {
+			if strings.HasPrefix(k, HostAnnotationPrefix) {
+				return nil, errorf(abi.ErrnoDenied, "%s %q is the host's (prefix %s)", kind, quoted(k), HostAnnotationPrefix)
+			}
 		}
 	}
 	next.Annotations = applyMap(next.Annotations, u.Annotations)
@@ -109,15 +119,14 @@ func updated(m *clusterv1alpha1.Machine, u *abi.MachineUpdate) (*clusterv1alpha1
 			return nil, errorf(abi.ErrnoInvalid, "%v", err)
 		}
 	}
-	for k, v := range m.Annotations {
-		if strings.HasPrefix(k, HostAnnotationPrefix) && next.Annotations[k] != v {
-			return nil, errorf(abi.ErrnoDenied, "annotation %q is the host's", k)
-		}
+	if err := hostKeysKept("annotation", m.Annotations, next.Annotations); err != nil {
+		return nil, err
 	}
-	for k := range next.Annotations {
-		if _, had := m.Annotations[k]; strings.HasPrefix(k, HostAnnotationPrefix) && !had {
-			return nil, errorf(abi.ErrnoDenied, "annotation %q is the host's", k)
-		}
+	if err := hostKeysKept("label", m.Labels, next.Labels); err != nil {
+		return nil, err
+	}
+	if err := checkMetadata(m, next); err != nil {
+		return nil, err
 	}
 	if added := AddedConfigRefs(rawProviderSpec(&m.Spec), rawProviderSpec(&next.Spec)); len(added) > 0 {
 		return nil, errorf(abi.ErrnoDenied, "the update adds %s to the provider spec: a provider may not choose which Secrets or ConfigMaps it reads", added[0])
@@ -125,6 +134,74 @@ func updated(m *clusterv1alpha1.Machine, u *abi.MachineUpdate) (*clusterv1alpha1
 	setOwnedFinalizers(next, owned) // after the check above: only the host writes it
 	return next, nil
 }
+
+// hostKeysKept refuses a change of before into after that adds, changes
+// or removes a key with the host's prefix.
+func hostKeysKept(kind string, before, after map[string]string) error {
+	for k, v := range before {
+		if w, ok := after[k]; strings.HasPrefix(k, HostAnnotationPrefix) && (!ok || w != v) {
+			return errorf(abi.ErrnoDenied, "%s %q is the host's (prefix %s)", kind, quoted(k), HostAnnotationPrefix)
+		}
+	}
+	for k := range after {
+		if _, had := before[k]; strings.HasPrefix(k, HostAnnotationPrefix) && !had {
+			return errorf(abi.ErrnoDenied, "%s %q is the host's (prefix %s)", kind, quoted(k), HostAnnotationPrefix)
+		}
+	}
+	return nil
+}
+
+// hostFinalizer reports whether f is a finalizer only the controller adds
+// and removes: machine-controller's, or one with the host's prefix.
+func hostFinalizer(f string) bool {
+	return f == ControllerFinalizer || strings.HasPrefix(f, HostAnnotationPrefix)
+}
+
+// ControllerFinalizer is machine-controller's finalizer, which holds a
+// Machine until its instance is deleted.
+const ControllerFinalizer = "machine-delete-finalizer"
+
+// checkMetadata refuses labels and annotations next changes from m that
+// the API server would refuse (so the guest gets INVALID naming the rule
+// instead of an updater error) or whose text is not printable: `kubectl
+// describe` prints them as they are.
+func checkMetadata(m, next *clusterv1alpha1.Machine) error {
+	for k, v := range next.Labels {
+		if w, ok := m.Labels[k]; ok && w == v {
+			continue
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return errorf(abi.ErrnoInvalid, "label key %q: %s", quoted(k), errs[0])
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return errorf(abi.ErrnoInvalid, "label %q: %s", quoted(k), errs[0])
+		}
+	}
+	size := 0
+	for k, v := range next.Annotations {
+		size += len(k) + len(v)
+		if w, ok := m.Annotations[k]; ok && w == v {
+			continue
+		}
+		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
+			return errorf(abi.ErrnoInvalid, "annotation key %q: %s", quoted(k), errs[0])
+		}
+		if Printable(v) != v {
+			return errorf(abi.ErrnoInvalid, "annotation %q: the value is not UTF-8 or holds control or format characters", quoted(k))
+		}
+	}
+	if size > MaxAnnotationBytes {
+		return errorf(abi.ErrnoInvalid, "annotations of %d bytes: the API server allows %d in all", size, MaxAnnotationBytes)
+	}
+	return nil
+}
+
+// MaxAnnotationBytes is the API server's limit on a object's annotations,
+// keys and values together.
+const MaxAnnotationBytes = 256 << 10
+
+// quoted is a guest's key as an error message quotes it.
+func quoted(k string) string { return ClipPrintableLine(k, 64) }
 
 func rawProviderSpec(s *clusterv1alpha1.MachineSpec) []byte {
 	if s.ProviderSpec.Value == nil {

@@ -128,7 +128,8 @@ func TestMachineUpdateLimits(t *testing.T) {
 	base := func() *clusterv1alpha1.Machine {
 		m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", UID: "u",
 			Finalizers:  []string{"machine-delete-finalizer", "mine"},
-			Annotations: map[string]string{FinalizersAnnotation: "mine", "wasmprov.io/other": "x"}}}
+			Annotations: map[string]string{FinalizersAnnotation: "mine", "wasmprov.io/other": "x"},
+			Labels:      map[string]string{"wasmprov.io/pool": "p"}}}
 		m.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: []byte(`{"cloudProviderSpec":{"token":"t"}}`)}
 		return m
 	}
@@ -150,6 +151,18 @@ func TestMachineUpdateLimits(t *testing.T) {
 		"a secret reference by patch":       {`{"mergePatch":{"spec":{"providerSpec":{"value":{"cloudProviderSpec":{"token":` + ref + `}}}}}}`, abi.ErrnoDenied},
 		"a secret reference, spec replaced": {`{"mergePatch":{"spec":{"providerSpec":{"value":{"x":[` + ref + `]}}}}}`, abi.ErrnoDenied},
 		"an empty finalizer":                {`{"addFinalizers":[""]}`, abi.ErrnoInvalid},
+		// SPEC §6.3: host-owned keys are refused in labels as in annotations.
+		"a host label":                {`{"labels":{"wasmprov.io/provider":"other"}}`, abi.ErrnoDenied},
+		"a host label by patch":       {`{"mergePatch":{"metadata":{"labels":{"wasmprov.io/provider":"other"}}}}`, abi.ErrnoDenied},
+		"a host label removed":        {`{"labels":{"wasmprov.io/pool":null}}`, abi.ErrnoDenied},
+		"every label wiped":           {`{"mergePatch":{"metadata":{"labels":null}}}`, abi.ErrnoDenied},
+		"a label the API refuses":     {`{"labels":{"tier":"has spaces"}}`, abi.ErrnoInvalid},
+		"a label key the API refuses": {`{"labels":{"a/b/c":"v"}}`, abi.ErrnoInvalid},
+		"an annotation key refused":   {`{"annotations":{"-bad-":"v"}}`, abi.ErrnoInvalid},
+		"terminal escapes in a value": {`{"annotations":{"example.com/x":"\u001b]0;owned\u0007"}}`, abi.ErrnoInvalid},
+		"a bidi override in a value":  {`{"annotations":{"example.com/x":"abc\u202edef"}}`, abi.ErrnoInvalid},
+		"annotations over 256 KiB":    {`{"annotations":{"example.com/x":"` + strings.Repeat("a", 256<<10) + `"}}`, abi.ErrnoInvalid},
+		"a host finalizer":            {`{"addFinalizers":["wasmprov.io/hold"]}`, abi.ErrnoDenied},
 	} {
 		t.Run(name, func(t *testing.T) {
 			calls := 0
@@ -182,5 +195,24 @@ func TestMachineUpdateLimits(t *testing.T) {
 	}
 	if _, ok := got.Annotations[FinalizersAnnotation]; ok {
 		t.Errorf("the record of owned finalizers should be gone with the last one: %v", got.Annotations)
+	}
+}
+
+// The controller's finalizer, added by a provider before the controller
+// added it, would count as the provider's own, which it may remove: the
+// Machine could then go while its instance stays in the cloud.
+func TestMachineUpdateCannotOwnTheControllersFinalizer(t *testing.T) {
+	m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", UID: "u"}}
+	calls := 0
+	c := updateCall(t, m, &calls)
+	_, err := c.Invoke(abi.ImportMachineUpdate, []byte(`{"addFinalizers":["machine-delete-finalizer"]}`))
+	var he *Error
+	if !errors.As(err, &he) || he.Errno != abi.ErrnoDenied || calls != 0 {
+		t.Fatalf("want DENIED before the updater runs, got %v (updater ran %d times)", err, calls)
+	}
+	// Present already, adding it is no change and stays allowed.
+	m.Finalizers = []string{ControllerFinalizer}
+	if _, err := updateCall(t, m, &calls).Invoke(abi.ImportMachineUpdate, []byte(`{"addFinalizers":["machine-delete-finalizer","example.com/mine"]}`)); err != nil {
+		t.Fatal(err)
 	}
 }
