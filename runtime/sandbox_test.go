@@ -528,8 +528,9 @@ func (s *sandbox) attacks(t *testing.T) {
 
 }
 
-// expectFlood asserts that the flood fixture's 2 MiB of 64 KiB lines became
-// 16 log lines of 4 KiB and one warning.
+// expectFlood asserts that the flood fixture's 32 MiB of 64 KiB lines became
+// log lines of 4 KiB, as many as fit in 1 MiB with their records' cost,
+// and one warning.
 func (s *sandbox) expectFlood(t *testing.T, stream string, level slog.Level) {
 	t.Helper()
 	var lines int
@@ -543,8 +544,8 @@ func (s *sandbox) expectFlood(t *testing.T, stream string, level slog.Level) {
 			break
 		}
 	}
-	if lines != 16 {
-		t.Errorf("%d %s lines logged, want 16 (1 MiB cap / 64 KiB lines)", lines, stream)
+	if want := (1 << 20) / (4096 + 128); lines != want {
+		t.Errorf("%d %s lines logged, want %d (1 MiB cap / 4 KiB lines and 128 bytes a record)", lines, stream, want)
 	}
 	var warnings int
 	for _, r := range s.logs.Records("flood", "guest output exceeds limit") {

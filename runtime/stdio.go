@@ -10,9 +10,12 @@ import (
 )
 
 // guestOutput turns a guest's stdout or stderr into log records, one per
-// line. A guest can write without end, so the writer caps what it keeps:
-// lines are truncated at maxLine bytes and, past maxTotal bytes for the
-// instance, output is dropped with one warning.
+// line. A guest can write without end, so the writer caps what it passes
+// on: a line is cut at maxGuestLine bytes of printable text and, once the
+// instance's lines have taken maxGuestTotal bytes as the log handler
+// writes them (hostfuncs.EscapedLen: a NUL becomes three bytes, a quote
+// two) plus guestRecordBytes each for the record around them (so a flood
+// of empty lines is bounded too), output is dropped with one warning.
 type guestOutput struct {
 	logger *slog.Logger
 	level  slog.Level
@@ -27,6 +30,10 @@ type guestOutput struct {
 const (
 	maxGuestLine  = 4 << 10
 	maxGuestTotal = 1 << 20
+	// guestRecordBytes is what a record costs beyond its message: about
+	// what slog's handlers write for the time, level, provider and
+	// stream.
+	guestRecordBytes = 128
 )
 
 func newGuestOutput(l *slog.Logger, level slog.Level, stream string) *guestOutput {
@@ -37,17 +44,7 @@ func (w *guestOutput) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := len(p)
-	if w.suppressed {
-		return n, nil
-	}
-	w.total += int64(n)
-	if w.total > maxGuestTotal {
-		w.suppressed = true
-		w.logger.Warn("guest output exceeds limit; further output of this instance is dropped",
-			"stream", w.stream, "limit", maxGuestTotal)
-		return n, nil
-	}
-	for len(p) > 0 {
+	for len(p) > 0 && !w.suppressed {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			room := maxGuestLine - len(w.buf)
@@ -67,6 +64,14 @@ func (w *guestOutput) Write(p []byte) (int, error) {
 }
 
 func (w *guestOutput) emit() {
-	w.logger.Log(context.Background(), w.level, hostfuncs.Printable(string(w.buf)), "stream", w.stream)
+	line := hostfuncs.ClipPrintable(string(w.buf), maxGuestLine)
 	w.buf = w.buf[:0]
+	w.total += int64(hostfuncs.EscapedLen(line)) + guestRecordBytes
+	if w.total > maxGuestTotal {
+		w.suppressed = true
+		w.logger.Warn("guest output exceeds limit; further output of this instance is dropped",
+			"stream", w.stream, "limit", maxGuestTotal)
+		return
+	}
+	w.logger.Log(context.Background(), w.level, line, "stream", w.stream)
 }

@@ -1,5 +1,5 @@
-;; Get writes 64 KiB lines to stdout (and Validate to stderr) 32 times: 2 MiB
-;; of output, twice the host's per-instance cap, each line 16 times the
+;; Get writes 64 KiB lines to stdout (and Validate to stderr) 512 times: 32 MiB
+;; of output, 32 times the host's per-instance cap, each line 16 times the
 ;; per-line cap.
 (module
   (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
@@ -17,7 +17,7 @@
     (loop $again
       (drop (call $fd_write (local.get $fd) (i32.const 64) (i32.const 1) (i32.const 80)))
       (local.set $i (i32.add (local.get $i) (i32.const 1)))
-      (br_if $again (i32.lt_u (local.get $i) (i32.const 32)))))
+      (br_if $again (i32.lt_u (local.get $i) (i32.const 512)))))
   (func (export "wasmprov_abi_version") (result i32) (i32.const 1))
   (func (export "wasmprov_capabilities") (result i64) (i64.const 0))
   (func (export "wasmprov_add_defaults") (result i32) (i32.const 0))
