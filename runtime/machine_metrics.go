@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -76,7 +77,7 @@ func (c calls) SetMetricsForMachines(ctx context.Context, machines clusterv1alph
 	err = p.invoke(ctx, call)
 	if err == nil {
 		var samples []MetricSample
-		if samples, err = p.decodeMetrics(call); err == nil {
+		if samples, err = p.decodeMetrics(ctx, call); err == nil {
 			p.samples.Store(&samples)
 			return nil
 		}
@@ -87,8 +88,11 @@ func (c calls) SetMetricsForMachines(ctx context.Context, machines clusterv1alph
 }
 
 // decodeMetrics reads and checks a SetMetricsForMachines result. No
-// output is no samples.
-func (p *Provider) decodeMetrics(call *hostfuncs.Call) ([]MetricSample, error) {
+// output is no samples. Its work is linear in the result but for one sort
+// by precomputed keys (the largest result: ~5 MB, tens of milliseconds),
+// and the call's deadline holds for it too: a result still being read
+// when the deadline passes is a timeout, not samples.
+func (p *Provider) decodeMetrics(ctx context.Context, call *hostfuncs.Call) ([]MetricSample, error) {
 	if err := p.refusedOutput(call); err != nil {
 		return nil, err
 	}
@@ -99,62 +103,83 @@ func (p *Provider) decodeMetrics(call *hostfuncs.Call) ([]MetricSample, error) {
 	if err := p.decodeOutput(call, &out, docMetricSamples); err != nil {
 		return nil, err
 	}
-	if err := checkMetricSamples(out.Metrics); err != nil {
-		call.Logger().Warn("SetMetricsForMachines result refused", "error", err.Error())
-		return nil, p.badResult(abi.MethodSetMetricsForMachines, "%v", err)
+	if err := ctx.Err(); err != nil {
+		return nil, p.contextError(call.Method, err)
 	}
 	samples := out.Metrics
+	if len(samples) > MaxMetricSeries {
+		return nil, p.refuseMetrics(call, fmt.Errorf("%d series, more than %d", len(samples), MaxMetricSeries))
+	}
+	// Printable before the checks: the bounds hold for what is exposed,
+	// and two values that differ only in what is replaced are one series.
 	for i := range samples {
 		samples[i].Help = hostfuncs.PrintableLine(samples[i].Help)
 		for k, v := range samples[i].Labels {
 			samples[i].Labels[k] = hostfuncs.PrintableLine(v)
 		}
 	}
-	sort.Slice(samples, func(i, j int) bool {
-		if samples[i].Name != samples[j].Name {
-			return samples[i].Name < samples[j].Name
-		}
-		return seriesKey(samples[i]) < seriesKey(samples[j])
-	})
-	return samples, nil
+	keys, err := checkMetricSamples(samples)
+	if err != nil {
+		return nil, p.refuseMetrics(call, err)
+	}
+	order := make([]int, len(samples))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	sorted := make([]MetricSample, len(samples))
+	for i, j := range order {
+		sorted[i] = samples[j]
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, p.contextError(call.Method, err)
+	}
+	return sorted, nil
+}
+
+func (p *Provider) refuseMetrics(call *hostfuncs.Call, err error) error {
+	call.Logger().Warn("SetMetricsForMachines result refused", "error", err.Error())
+	return p.badResult(abi.MethodSetMetricsForMachines, "%v", err)
 }
 
 // checkMetricSamples enforces SPEC §4.3 on a whole result: the limits,
 // Prometheus' naming rules, finite values, one type, help and label set
 // per name, and no series twice. A registry would refuse the same at
-// scrape time — for every provider at once.
-func checkMetricSamples(samples []MetricSample) error {
+// scrape time — for every provider at once. It returns each sample's key,
+// its name and labels in a canonical form, whose order is the result's.
+func checkMetricSamples(samples []MetricSample) ([]string, error) {
 	if len(samples) > MaxMetricSeries {
-		return fmt.Errorf("%d series, more than %d", len(samples), MaxMetricSeries)
+		return nil, fmt.Errorf("%d series, more than %d", len(samples), MaxMetricSeries)
 	}
 	type family struct {
 		typ, help string
 		labels    []string
 	}
 	families := map[string]family{}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(samples))
+	keys := make([]string, len(samples))
 	for i, s := range samples {
 		switch {
 		case len(s.Name) > MaxMetricNameBytes || !metricNameRE.MatchString(s.Name):
-			return fmt.Errorf("metric %d: name %q is not [a-zA-Z_][a-zA-Z0-9_]* of at most %d bytes", i, truncate(s.Name, 64), MaxMetricNameBytes)
+			return nil, fmt.Errorf("metric %d: name %q is not [a-zA-Z_][a-zA-Z0-9_]* of at most %d bytes", i, truncate(s.Name, 64), MaxMetricNameBytes)
 		case s.Type != abi.MetricGauge && s.Type != abi.MetricCounter:
-			return fmt.Errorf("metric %s: type %q is neither %q nor %q", s.Name, truncate(s.Type, 32), abi.MetricGauge, abi.MetricCounter)
+			return nil, fmt.Errorf("metric %s: type %q is neither %q nor %q", s.Name, truncate(s.Type, 32), abi.MetricGauge, abi.MetricCounter)
 		case math.IsNaN(s.Value) || math.IsInf(s.Value, 0):
-			return fmt.Errorf("metric %s: value %v is not finite", s.Name, s.Value)
+			return nil, fmt.Errorf("metric %s: value %v is not finite", s.Name, s.Value)
 		case s.Type == abi.MetricCounter && s.Value < 0:
-			return fmt.Errorf("metric %s: a counter cannot be negative (%v)", s.Name, s.Value)
+			return nil, fmt.Errorf("metric %s: a counter cannot be negative (%v)", s.Name, s.Value)
 		case len(s.Help) > MaxMetricHelpBytes:
-			return fmt.Errorf("metric %s: help longer than %d bytes", s.Name, MaxMetricHelpBytes)
+			return nil, fmt.Errorf("metric %s: help longer than %d bytes", s.Name, MaxMetricHelpBytes)
 		case len(s.Labels) > MaxMetricSeriesLabels:
-			return fmt.Errorf("metric %s: %d labels, more than %d", s.Name, len(s.Labels), MaxMetricSeriesLabels)
+			return nil, fmt.Errorf("metric %s: %d labels, more than %d", s.Name, len(s.Labels), MaxMetricSeriesLabels)
 		}
 		names := make([]string, 0, len(s.Labels))
 		for k, v := range s.Labels {
 			switch {
 			case len(k) > MaxMetricLabelNameBytes || !metricNameRE.MatchString(k) || strings.HasPrefix(k, "__"):
-				return fmt.Errorf("metric %s: label name %q is not [a-zA-Z_][a-zA-Z0-9_]* of at most %d bytes without a leading __", s.Name, truncate(k, 64), MaxMetricLabelNameBytes)
+				return nil, fmt.Errorf("metric %s: label name %q is not [a-zA-Z_][a-zA-Z0-9_]* of at most %d bytes without a leading __", s.Name, truncate(k, 64), MaxMetricLabelNameBytes)
 			case len(v) > MaxMetricLabelValueBytes:
-				return fmt.Errorf("metric %s: label %s has a value longer than %d bytes", s.Name, k, MaxMetricLabelValueBytes)
+				return nil, fmt.Errorf("metric %s: label %s has a value longer than %d bytes", s.Name, k, MaxMetricLabelValueBytes)
 			}
 			names = append(names, k)
 		}
@@ -162,31 +187,32 @@ func checkMetricSamples(samples []MetricSample) error {
 		if f, ok := families[s.Name]; !ok {
 			families[s.Name] = family{typ: s.Type, help: s.Help, labels: names}
 		} else if f.typ != s.Type || f.help != s.Help || !slices.Equal(f.labels, names) {
-			return fmt.Errorf("metric %s: series disagree on type, help or label names", s.Name)
+			return nil, fmt.Errorf("metric %s: series disagree on type, help or label names", s.Name)
 		}
-		key := s.Name + "\x00" + seriesKey(s)
+		key := seriesKey(s.Name, names, s.Labels)
 		if seen[key] {
-			return fmt.Errorf("metric %s: series %s twice", s.Name, seriesKey(s))
+			return nil, fmt.Errorf("metric %s: series %s twice", s.Name, key[len(s.Name)+1:])
 		}
 		seen[key] = true
+		keys[i] = key
 	}
-	return nil
+	return keys, nil
 }
 
-// seriesKey is a series' labels in a canonical form.
-func seriesKey(s MetricSample) string {
-	keys := make([]string, 0, len(s.Labels))
-	for k := range s.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+// seriesKey is a series' name and labels (names sorted) in a canonical
+// form: name, NUL, then {k="v",...}. A name holds no NUL, so keys sort by
+// name first, then by labels.
+func seriesKey(name string, names []string, labels map[string]string) string {
 	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range keys {
+	b.WriteString(name)
+	b.WriteString("\x00{")
+	for i, k := range names {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%s=%q", k, s.Labels[k])
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(labels[k]))
 	}
 	b.WriteByte('}')
 	return b.String()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
@@ -166,6 +167,105 @@ func TestMetricNamePrefix(t *testing.T) {
 	} {
 		if got := runtime.MetricNamePrefix(in); got != want {
 			t.Errorf("MetricNamePrefix(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// largestMetricsResult is a SetMetricsForMachines result as large as the
+// host accepts: MaxMetricSeries series of MaxMetricSeriesLabels labels with
+// names of MaxMetricLabelNameBytes, values filling the result up to the
+// output cap.
+func largestMetricsResult(t testing.TB) string {
+	labels := make(map[string]string, runtime.MaxMetricSeriesLabels)
+	var out abi.MetricSamples
+	for i := range runtime.MaxMetricSeries {
+		labels = make(map[string]string, runtime.MaxMetricSeriesLabels)
+		for l := range runtime.MaxMetricSeriesLabels {
+			name := fmt.Sprintf("l%02d_%s", l, strings.Repeat("n", runtime.MaxMetricLabelNameBytes-4))
+			// Values alike but for their ends: comparisons read them whole.
+			labels[name] = fmt.Sprintf("%s%04d", strings.Repeat("v", 176), (i*7919+l)%runtime.MaxMetricSeries)
+		}
+		out.Metrics = append(out.Metrics, runtime.MetricSample{Name: "servers_by_everything", Type: abi.MetricGauge,
+			Help: "Servers.", Labels: labels, Value: float64(i)})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 4<<20 {
+		t.Fatalf("the result is %d bytes, over the 4 MiB output cap", len(b))
+	}
+	return string(b)
+}
+
+// The host's work on the largest accepted result — decoding, checking and
+// sorting it — is linear-ish and inside the call's deadline. The sort's
+// comparator used to rebuild both series' label keys on every comparison:
+// 1.1-1.4 s of host CPU, accepted 4.3-8.8 s into a call with a 1 s
+// deadline on a loaded machine.
+func TestLargestMetricsResultWithinTheDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time: a call with a 1 s deadline")
+	}
+	out := largestMetricsResult(t)
+	var input []byte
+	p := metricsProvider(t, &out, &input)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	err := p.Calls().SetMetricsForMachines(ctx, machineList("a"), nil)
+	took := time.Since(start)
+	t.Logf("%d bytes of result accepted in %v", len(out), took)
+	if err != nil {
+		t.Fatalf("the largest result was refused: %v", err)
+	}
+	if took > time.Second {
+		t.Errorf("the result was accepted %v after the call's deadline", took-time.Second)
+	}
+	samples := p.MetricSamples()
+	if len(samples) != runtime.MaxMetricSeries {
+		t.Fatalf("%d samples, want %d", len(samples), runtime.MaxMetricSeries)
+	}
+	for i := 1; i < len(samples); i++ {
+		if fmt.Sprint(samples[i-1].Labels) >= fmt.Sprint(samples[i].Labels) {
+			t.Fatalf("samples %d and %d out of order", i-1, i)
+		}
+	}
+}
+
+// A result that arrives just before the deadline does not make the call
+// end seconds after it: the host's own steps stop at the deadline.
+func TestMetricsResultAtTheDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time: a call with a 1 s deadline")
+	}
+	out := largestMetricsResult(t)
+	const deadline = time.Second
+	p, err := newRuntime(t).LoadFunc("late-metrics", 0, func(ctx context.Context, h runtime.NativeHost, m abi.Method) abi.Status {
+		if m == abi.MethodSetMetricsForMachines {
+			d, _ := ctx.Deadline()
+			time.Sleep(time.Until(d) - 20*time.Millisecond)
+			if err := h.Output([]byte(out)); err != nil {
+				return abi.StatusError
+			}
+		}
+		return abi.StatusOK
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		start := time.Now()
+		err := p.Calls().SetMetricsForMachines(ctx, machineList("a"), nil)
+		took := time.Since(start)
+		cancel()
+		t.Logf("returned after %v: %v", took, err)
+		if took > deadline+100*time.Millisecond {
+			t.Errorf("returned %v after the deadline", took-deadline)
+		}
+		if err != nil && runtime.ErrorClass(err) != runtime.ClassTimeout {
+			t.Errorf("want success or a timeout, got %v", err)
 		}
 	}
 }
