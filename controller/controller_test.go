@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
@@ -178,6 +179,25 @@ func TestTerminalErrorGoesToStatusAndClearsWhenFixed(t *testing.T) {
 		m, _ := h.machines.get("default", "bad")
 		return m.Status.ErrorReason == nil && m.Status.ErrorMessage == nil && m.Spec.ProviderID != nil
 	})
+}
+
+// A provider's terminal message goes into the Machine's status cut to
+// MaxStatusMessageBytes, whatever the provider: an object of megabytes
+// fails its write (etcd's limit is ~1.5 MiB) or bloats every watch.
+func TestTerminalMessageInStatusIsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start()
+	long := strings.Repeat("é", 1<<19) // 1 MiB
+	h.machines.Create(machine("long", "mem", `{"invalid":true,"message":"`+long+`"}`))
+	eventually(t, "errorReason", func() bool {
+		m, _ := h.machines.get("default", "long")
+		return m.Status.ErrorReason != nil
+	})
+	m, _ := h.machines.get("default", "long")
+	msg := *m.Status.ErrorMessage
+	if len(msg) > MaxStatusMessageBytes || !utf8.ValidString(msg) || !strings.HasPrefix(msg, "éé") || !strings.HasSuffix(msg, "…") {
+		t.Fatalf("status.errorMessage of %d bytes (limit %d), valid UTF-8 %v, ends %q", len(msg), MaxStatusMessageBytes, utf8.ValidString(msg), msg[max(0, len(msg)-8):])
+	}
 }
 
 func TestUndecodableProviderSpecIsInvalidConfiguration(t *testing.T) {

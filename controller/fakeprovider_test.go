@@ -45,6 +45,8 @@ type memCloud struct {
 type memSpec struct {
 	Size    string `json:"size"`
 	Invalid bool   `json:"invalid"`
+	// Message, with Invalid, is the terminal error's message.
+	Message string `json:"message"`
 }
 
 func newMemCloud() *memCloud {
@@ -73,7 +75,11 @@ func (p *memCloud) Validate(_ context.Context, s clusterv1alpha1.MachineSpec) er
 		return err
 	}
 	if spec.Invalid {
-		return cloudprovidererrors.TerminalError{Reason: clusterv1alpha1.InvalidConfigurationMachineError, Message: "spec says invalid"}
+		msg := "spec says invalid"
+		if spec.Message != "" {
+			msg = spec.Message
+		}
+		return cloudprovidererrors.TerminalError{Reason: clusterv1alpha1.InvalidConfigurationMachineError, Message: msg}
 	}
 	return nil
 }

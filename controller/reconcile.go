@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
@@ -198,6 +199,7 @@ func (c *Controller) fail(ctx context.Context, m *clusterv1alpha1.Machine, err e
 }
 
 func (c *Controller) terminal(ctx context.Context, m *clusterv1alpha1.Machine, reason clusterv1alpha1.MachineStatusError, msg string) (result, error) {
+	msg = clipStatusMessage(msg)
 	c.log.Warn("terminal error", "machine", keyOf(m), "reason", reason, "message", msg)
 	if m.Status.ErrorReason != nil && *m.Status.ErrorReason == reason &&
 		m.Status.ErrorMessage != nil && *m.Status.ErrorMessage == msg {
@@ -257,4 +259,25 @@ func (c *Controller) event(m *clusterv1alpha1.Machine, eventType, reason, msg st
 		return
 	}
 	c.opts.Recorder.Event(m, eventType, reason, msg)
+}
+
+// MaxStatusMessageBytes is the longest status.errorMessage the controller
+// writes: a provider's terminal message is cut to it, whatever the
+// provider (a wasm provider's is already cut to 64 KiB by the host, after
+// it is made printable). An object of megabytes would fail its write
+// (etcd's limit is ~1.5 MiB) or bloat every watch of Machines.
+const MaxStatusMessageBytes = 64 << 10
+
+// clipStatusMessage cuts msg to MaxStatusMessageBytes on a rune
+// boundary, ending in "…" if it was cut.
+func clipStatusMessage(msg string) string {
+	if len(msg) <= MaxStatusMessageBytes {
+		return msg
+	}
+	const ellipsis = "…"
+	cut := MaxStatusMessageBytes - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + ellipsis
 }
