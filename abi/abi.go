@@ -301,8 +301,12 @@ const (
 	// and sleeping really sleeps. Without it the clocks are deterministic
 	// fakes.
 	CapClock
-	// CapRandom: WASI random_get reads the host's crypto/rand. Without it the
-	// source is deterministic.
+	// CapRandom declares that the module reads randomness. It grants
+	// nothing: WASI random_get reads the host's crypto/rand for every
+	// guest (a deterministic source would hand every instance the same
+	// "random" keys, a provider's throw-away SSH key among them), so a
+	// policy cannot withhold it. The bit stays so that modules declaring
+	// it keep loading and inspect shows it.
 	CapRandom
 	// CapAsyncDelete is a protocol bit, not a grant: the module's Delete
 	// may return StatusInProgress. A host that knows the bit always
@@ -315,9 +319,10 @@ const (
 // AllCapabilities is every capability this ABI version defines.
 const AllCapabilities = CapLog | CapHTTP | CapMachineUpdate | CapPVList | CapConfigVar | CapClock | CapRandom | CapAsyncDelete
 
-// ProtocolCapabilities are the bits that declare how the module speaks the
-// ABI rather than what it may use: a policy cannot withhold them.
-const ProtocolCapabilities = CapAsyncDelete
+// ProtocolCapabilities are the bits a policy cannot withhold: they declare
+// how the module speaks the ABI (CapAsyncDelete) or what every guest gets
+// anyway (CapRandom), not what it may use.
+const ProtocolCapabilities = CapAsyncDelete | CapRandom
 
 var capabilityNames = []struct {
 	c    Capability

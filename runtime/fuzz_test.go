@@ -27,7 +27,7 @@ func (noResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, er
 // contents to every wasmprov_v1 host function from inside a real instance
 // (the trampolines fixture). The host must never panic, every result must
 // be a length or a defined errno, and a range outside linear memory must be
-// INVALID whatever else is wrong (abi/SPEC.md §6.5).
+// INVALID whatever else is wrong (abi/SPEC.md §6.4).
 func FuzzHostFunctionArgs(f *testing.F) {
 	f.Add(uint8(0), uint32(1), uint32(0), uint32(100), uint32(0), int64(0), []byte(nil))
 	f.Add(uint8(5), uint32(0), uint32(60), uint32(100), uint32(200), int64(0),

@@ -158,10 +158,10 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	p.pool = pool.New(policy.PoolSize, func(ctx context.Context) (*guestInstance, error) {
 		return p.instantiate(ctx, p.modCfg)
 	}, pool.WithIdleTimeout(context.WithoutCancel(ctx), time.Duration(policy.IdleTimeout)))
-	// The probe has the final configuration unless clocks or randomness
-	// were granted: then it is replaced. A lazy provider (Prewarm 0, with an
+	// The probe has the final configuration unless the clock was granted:
+	// then it is replaced. A lazy provider (Prewarm 0, with an
 	// IdleTimeout) keeps no instance from loading.
-	if policy.Prewarm < 1 || granted&(abi.CapClock|abi.CapRandom) != 0 || !p.pool.Adopt(probe) {
+	if policy.Prewarm < 1 || granted.Has(abi.CapClock) || !p.pool.Adopt(probe) {
 		_ = probe.Close(ctx)
 	}
 	if err := p.pool.Warm(ctx, policy.Prewarm); err != nil {
@@ -268,7 +268,6 @@ func moduleConfig(granted abi.Capability) engine.InstanceConfig {
 	return engine.InstanceConfig{
 		Env:    []string{"GOGC=50"},
 		Clock:  granted.Has(abi.CapClock),
-		Random: granted.Has(abi.CapRandom),
 	}
 }
 

@@ -68,7 +68,7 @@ const (
 	big = 0x7fffffff
 )
 
-// TestArgumentChecks is abi/SPEC.md §6.5 line by line: each row calls one
+// TestArgumentChecks is abi/SPEC.md §6.4 line by line: each row calls one
 // host function with one kind of argument and expects the result the
 // table gives. Every range is checked before any work, so a refused call
 // writes nothing into the guest's memory.
@@ -103,6 +103,8 @@ func TestArgumentChecks(t *testing.T) {
 		{fn: abi.ImportInput, what: "buffer pointer -1, limit 0", args: []uint64{3, n32, 0}, want: errno(abi.ErrnoInvalid)},
 		{fn: abi.ImportInput, what: "unknown part 0", args: []uint64{0, 0, 16}, want: errno(abi.ErrnoInvalid)},
 		{fn: abi.ImportInput, what: "unknown part -1", args: []uint64{n32, 0, 16}, want: errno(abi.ErrnoInvalid)},
+		{fn: abi.ImportInput, what: "unknown part 8", args: []uint64{8, 0, 16}, want: errno(abi.ErrnoInvalid)},
+		{fn: abi.ImportInput, what: "part 7 (machine_list) outside SetMetricsForMachines", args: []uint64{7, 0, 16}, want: errno(abi.ErrnoUnavailable)},
 		{fn: abi.ImportInput, what: "part not offered (new_uid in Create)", args: []uint64{5, 0, 16}, want: errno(abi.ErrnoUnavailable)},
 		{fn: abi.ImportInput, what: "fits", args: []uint64{3, 100, 16}, want: 7, check: func(t *testing.T, _ *Call, m *flatMemory) {
 			if string(m.b[100:107]) != `{"a":1}` {

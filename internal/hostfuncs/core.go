@@ -7,7 +7,7 @@ import (
 )
 
 // Every host function checks its arguments in the same order, so a guest
-// gets the same answer on every engine (abi/SPEC.md §6.5): outside a call
+// gets the same answer on every engine (abi/SPEC.md §6.4): outside a call
 // UNAVAILABLE; then every (pointer, length) range — including the result
 // buffer (buf, limit), before any work is done — must lie inside linear
 // memory, else INVALID; then the capability (NOT_DECLARED); then the size

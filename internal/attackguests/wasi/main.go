@@ -1,8 +1,8 @@
 // Command wasi is a hostile guest that probes what WASI gives it: its
 // MachineMetricsLabels reports, as labels, what it could read, list, dial
 // and measure. The host must have given it no files, no environment but
-// GOGC, no sockets, a fake clock and deterministic randomness (without the
-// clock and random capabilities). Go's wasip1 port has an in-process fake
+// GOGC, no sockets and a fake clock (without the clock capability), and
+// randomness no other instance draws too. Go's wasip1 port has an in-process fake
 // network, so net.Listen succeeds inside the guest without a host socket;
 // the test proves that by having it dial a real host listener.
 package main

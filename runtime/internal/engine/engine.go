@@ -101,9 +101,10 @@ type InstanceConfig struct {
 	// Clock gives the guest the real wall and monotonic clocks and lets it
 	// sleep; without it, clocks are fake and sleeping returns at once.
 	Clock bool
-	// Random gives the guest crypto/rand; without it, randomness is
-	// deterministic.
-	Random bool
+	// Random is the source of WASI random_get; nil, as the host always
+	// passes it, is crypto/rand. Only tests give another (a fixed stream,
+	// to compare the engines' WASI with wazero's call by call).
+	Random io.Reader
 }
 
 // Instance is one instantiated module, used by one goroutine at a time

@@ -333,8 +333,8 @@ func (s *State) fdWrite(mem Memory, fd int32, iovs, iovsCount, resultPtr uint32,
 const randomChunk = 1 << 20
 
 // randomGet fills the guest's buffer in place, in chunks so an interrupt
-// stops a large request; the deterministic source's stream does not depend
-// on how it is read.
+// stops a large request; a test's fixed stream does not depend on how it
+// is read.
 func (s *State) randomGet(mem Memory, buf, n uint32) Errno {
 	b, ok := mem.Read(buf, n)
 	if !ok {

@@ -58,7 +58,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -112,15 +111,13 @@ type State struct {
 	wake        chan struct{} // closed by Interrupt
 }
 
-// The fakes of a guest without the clock and random capabilities are
-// wazero's defaults, so a guest sees the same on every engine.
+// The fake clocks of a guest without the clock capability are wazero's
+// defaults, so a guest sees the same on every engine.
 const (
 	// fakeEpoch is the first fake wall-clock reading: 2022-01-01T00:00:00Z.
 	fakeEpoch = 1640995200 * int64(time.Second)
 	// fakeStep is how far each fake clock reading advances.
 	fakeStep = int64(time.Millisecond)
-	// fakeSeed seeds the deterministic random source (math/rand).
-	fakeSeed = 42
 	// Clock resolutions reported by clock_res_get (wazero's, real or fake).
 	walltimeResolution = uint64(time.Microsecond)
 	nanotimeResolution = uint64(1)
@@ -150,10 +147,11 @@ func New(cfg engine.InstanceConfig) (*State, error) {
 	if s.stderr == nil {
 		s.stderr = io.Discard
 	}
-	if cfg.Random {
+	// Never a fixed stream: every instance would draw the same "random"
+	// keys (runtime/RATIONALE.md, "Why is randomness never fake?").
+	s.random = cfg.Random
+	if s.random == nil {
 		s.random = crand.Reader
-	} else {
-		s.random = rand.New(rand.NewSource(fakeSeed)) // deterministic, as wazero's
 	}
 	size := uint64(0)
 	for _, kv := range cfg.Env {

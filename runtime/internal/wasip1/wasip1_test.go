@@ -81,10 +81,14 @@ func TestValidPathLarge(t *testing.T) {
 	}
 }
 
-// TestRandomStream: random_get in chunks reads the same deterministic
-// stream as wazero's single read, whatever the sizes of the calls.
+// wazeroSeed seeds wazero's default random source (math/rand).
+const wazeroSeed = 42
+
+// TestRandomStream: random_get in chunks reads the same stream as
+// wazero's single read, whatever the sizes of the calls (shown with a
+// fixed stream).
 func TestRandomStream(t *testing.T) {
-	s := newState(t, engine.InstanceConfig{})
+	s := newState(t, engine.InstanceConfig{Random: rand.New(rand.NewSource(wazeroSeed))})
 	mem := make(sliceMemory, 3*randomChunk+100)
 	sizes := []uint32{1, 7, 3*randomChunk + 5, 13}
 	var got []byte
@@ -95,7 +99,7 @@ func TestRandomStream(t *testing.T) {
 		got = append(got, mem[:n]...)
 	}
 	// wazero reads each call's buffer with one Read.
-	ref := rand.New(rand.NewSource(fakeSeed))
+	ref := rand.New(rand.NewSource(wazeroSeed))
 	var want []byte
 	for _, n := range sizes {
 		b := make([]byte, n)
@@ -104,6 +108,28 @@ func TestRandomStream(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatal("the random stream differs from math/rand's with seed 42")
+	}
+}
+
+// TestRandomIsNeverFixed: without a source given (the host never gives
+// one), random_get reads crypto/rand, whatever the capabilities: two
+// instances draw different bytes, and neither draws wazero's fixed
+// stream. With a fixed stream, every instance of a provider generated the
+// same "random" SSH key.
+func TestRandomIsNeverFixed(t *testing.T) {
+	draw := func() []byte {
+		s := newState(t, engine.InstanceConfig{})
+		mem := make(sliceMemory, 64)
+		if errno := s.randomGet(mem, 0, 64); errno != ESUCCESS {
+			t.Fatal(errno)
+		}
+		return mem
+	}
+	a, b := draw(), draw()
+	fixed := make([]byte, 64)
+	rand.New(rand.NewSource(wazeroSeed)).Read(fixed)
+	if bytes.Equal(a, b) || bytes.Equal(a, fixed) {
+		t.Fatalf("random_get is predictable: %x, %x (the fixed stream: %x)", a, b, fixed)
 	}
 }
 
