@@ -125,12 +125,38 @@ func TestForgedResults(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
+	// The provider ID and addresses are written into the Machine: none
+	// may be as large as the result document (4 MiB), which would fail
+	// the Machine's write or bloat every watch.
+	for name, doc := range map[string]string{
+		"a 2 KiB providerID": `{"name":"m","id":"1","status":"running","providerID":"` + strings.Repeat("p", 2048) + `"}`,
+		"a 2 KiB id":         `{"name":"m","id":"` + strings.Repeat("i", 2048) + `","status":"running"}`,
+		"65 addresses":       `{"name":"m","id":"1","status":"running","addresses":{` + addressList(65) + `}}`,
+		"a 300-byte address": `{"name":"m","id":"1","status":"running","addresses":{"` + strings.Repeat("a", 300) + `":"Hostname"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := call(t, reporter("", doc, 0, abi.StatusOK))
+			expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "SPEC §8.1")
+		})
+	}
 	t.Run("every Kubernetes address type", func(t *testing.T) {
 		doc := `{"name":"m","id":"1","status":"running","addresses":{"a":"Hostname","b":"ExternalIP","c":"InternalIP","d":"ExternalDNS","e":"InternalDNS"}}`
 		if _, err := call(t, reporter("", doc, 0, abi.StatusOK)); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// addressList is n InternalIP entries of an Instance's addresses.
+func addressList(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"10.0.` + strconv.Itoa(i/256) + `.` + strconv.Itoa(i%256) + `":"InternalIP"`)
+	}
+	return b.String()
 }
 
 // logger is a guest whose Get logs with attributes that name the host's

@@ -80,6 +80,9 @@ func (p *Provider) decodeInstance(call *hostfuncs.Call) (instance.Instance, erro
 	if err := p.decodeOutput(call, &wire, docInstance); err != nil {
 		return nil, err
 	}
+	if err := checkInstanceSizes(&wire); err != nil {
+		return nil, p.badResult(m, "%s returned an Instance with %v (SPEC §8.1)", m, err)
+	}
 	// What the guest names reaches logs, events and the Machine: no
 	// control characters (terminal escapes), whatever the guest echoes.
 	inst := &instance.Static{
@@ -113,6 +116,34 @@ func (p *Provider) decodeInstance(call *hostfuncs.Call) (instance.Instance, erro
 		}
 	}
 	return inst, nil
+}
+
+// Bounds of an Instance (abi/SPEC.md §8.1): its provider ID and addresses
+// are written into the Machine (spec.providerID, status.addresses) and
+// its name and ID into logs and Events, so none may be as large as the
+// result document. A longer one is a bad result, not cut: a cut ID names
+// another instance.
+const (
+	MaxInstanceFieldBytes = 1024 // name, id, providerID
+	MaxInstanceAddresses  = 64
+	MaxAddressBytes       = 256 // a DNS name is at most 253
+)
+
+func checkInstanceSizes(in *abi.Instance) error {
+	for _, f := range []struct{ name, v string }{{"name", in.Name}, {"id", in.ID}, {"providerID", in.ProviderID}} {
+		if len(f.v) > MaxInstanceFieldBytes {
+			return fmt.Errorf("a %q of %d bytes, more than %d", f.name, len(f.v), MaxInstanceFieldBytes)
+		}
+	}
+	if len(in.Addresses) > MaxInstanceAddresses {
+		return fmt.Errorf("%d addresses, more than %d", len(in.Addresses), MaxInstanceAddresses)
+	}
+	for a := range in.Addresses {
+		if len(a) > MaxAddressBytes {
+			return fmt.Errorf("an address of %d bytes, more than %d", len(a), MaxAddressBytes)
+		}
+	}
+	return nil
 }
 
 // Bounds of MachineMetricsLabels (abi/SPEC.md §4.1): the labels become
