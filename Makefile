@@ -118,13 +118,8 @@ FUZZTIME ?= 10s
 # exceeded" when -fuzztime ends during a worker call (go.dev/issue/75804,
 # fixed in 1.27); the go command fetches this toolchain from the module proxy.
 FUZZ_GO ?= GOTOOLCHAIN=go1.27.3 $(GO)
-FUZZ_TARGETS := \
-	./internal/hostfuncs:FuzzHTTPRequest ./internal/hostfuncs:FuzzHTTPAllow ./internal/hostfuncs:FuzzInternalAddr \
-	./internal/hostfuncs:FuzzConfigVar ./internal/hostfuncs:FuzzMachineUpdate ./internal/hostfuncs:FuzzPVList \
-	./internal/hostfuncs:FuzzLog ./internal/hostfuncs:FuzzInput ./internal/hostfuncs:FuzzHostArgs ./abi:FuzzHTTPFrame \
-	./runtime:FuzzHostFunctionArgs ./runtime:FuzzInspectStatic ./runtime/internal/interrupt:FuzzInstrument ./runtime/internal/memimage:FuzzSplit \
-	./runtime/internal/precheck:FuzzCheck ./runtime/internal/wasmbin:FuzzWalker \
-	./runtime/internal/wasip1:FuzzValidPath ./runtime/metadata:FuzzRead ./examples/hetzner/hcloudsim:FuzzSimSequence
+# Every fuzz target of the main module (hack/fuzz-targets.sh finds them).
+FUZZ_TARGETS := $(shell hack/fuzz-targets.sh)
 fuzz-smoke:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
