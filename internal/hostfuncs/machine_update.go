@@ -132,7 +132,33 @@ func updated(m *clusterv1alpha1.Machine, u *abi.MachineUpdate) (*clusterv1alpha1
 		return nil, errorf(abi.ErrnoDenied, "the update adds %s to the provider spec: a provider may not choose which Secrets or ConfigMaps it reads", added[0])
 	}
 	setOwnedFinalizers(next, owned) // after the check above: only the host writes it
+	if err := checkMachineSize(m, next); err != nil {
+		return nil, err
+	}
 	return next, nil
+}
+
+// MaxMachineBytes bounds the Machine a provider's update may leave, as
+// JSON: labels, annotations and the spec are the provider's to change,
+// but a Machine of megabytes fails its write (etcd's limit is ~1.5 MiB)
+// or, below that, bloats every watch and list of Machines.
+const MaxMachineBytes = 1 << 20
+
+// checkMachineSize refuses an update that grows the Machine past
+// MaxMachineBytes; one that shrinks a Machine already larger is allowed.
+func checkMachineSize(m, next *clusterv1alpha1.Machine) error {
+	after, err := json.Marshal(next)
+	if err != nil {
+		return errorf(abi.ErrnoInvalid, "the updated machine does not encode: %v", err)
+	}
+	if len(after) <= MaxMachineBytes {
+		return nil
+	}
+	before, _ := json.Marshal(m)
+	if len(after) > len(before) {
+		return errorf(abi.ErrnoInvalid, "the update makes the machine %d bytes of JSON: a provider may leave at most %d", len(after), MaxMachineBytes)
+	}
+	return nil
 }
 
 // hostKeysKept refuses a change of before into after that adds, changes

@@ -3,6 +3,7 @@ package hostfuncs
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -163,6 +164,8 @@ func TestMachineUpdateLimits(t *testing.T) {
 		"a bidi override in a value":  {`{"annotations":{"example.com/x":"abc\u202edef"}}`, abi.ErrnoInvalid},
 		"annotations over 256 KiB":    {`{"annotations":{"example.com/x":"` + strings.Repeat("a", 256<<10) + `"}}`, abi.ErrnoInvalid},
 		"a host finalizer":            {`{"addFinalizers":["wasmprov.io/hold"]}`, abi.ErrnoDenied},
+		"25,000 labels (1.3 MB)":      {`{"labels":{` + manyLabels(25000) + `}}`, abi.ErrnoInvalid},
+		"a 2 MiB provider spec":       {`{"mergePatch":{"spec":{"providerSpec":{"value":{"cloudProviderSpec":{"token":"t","pad":"` + strings.Repeat("x", 2<<20) + `"}}}}}}`, abi.ErrnoInvalid},
 	} {
 		t.Run(name, func(t *testing.T) {
 			calls := 0
@@ -215,4 +218,16 @@ func TestMachineUpdateCannotOwnTheControllersFinalizer(t *testing.T) {
 	if _, err := updateCall(t, m, &calls).Invoke(abi.ImportMachineUpdate, []byte(`{"addFinalizers":["machine-delete-finalizer","example.com/mine"]}`)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// manyLabels is n distinct labels of a JSON object's body.
+func manyLabels(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"example.com/label-%05d":"value-value-value-%05d"`, i, i)
+	}
+	return b.String()
 }
