@@ -215,3 +215,62 @@ func dataSection(offset int32, b []byte) []byte {
 
 // le32 is v little-endian, for data segments.
 func le32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+
+// ---- Bulk memory guests (issue 25 item 6) ----
+//
+// Guests whose loop bodies are single memory.fill, memory.copy or
+// memory.init instructions of many MiB, and one that grows its memory to
+// 256 MiB and fills it once (every page touched for the first time): the
+// instrumentation splits such instructions into chunks with a check
+// between two (runtime/internal/interrupt, bulk.go).
+
+// bulkGuest is a provider with a memory of pages pages whose Validate runs
+// pre once, then body forever.
+func bulkGuest(pages uint32, pre, body []byte) *genModule {
+	validate := append(append([]byte{}, pre...), loopForever(body)...)
+	m := providerModule(0, map[string][]byte{abi.MethodValidate.Export(): validate})
+	m.pages = pages
+	return m
+}
+
+// bulkConst is i32.const v.
+func bulkConst(v int64) []byte { return append([]byte{opI32Const}, sleb(v)...) }
+
+// Bulk memory instructions on memory 0 (their operands before them).
+var (
+	bulkFill = []byte{wasmbin.OpcodePrefixMisc, byte(wasmbin.MiscMemoryFill), 0}
+	bulkCopy = []byte{wasmbin.OpcodePrefixMisc, byte(wasmbin.MiscMemoryCopy), 0, 0}
+	bulkInit = []byte{wasmbin.OpcodePrefixMisc, byte(wasmbin.MiscMemoryInit), 0, 0} // data segment 0
+)
+
+// memoryFillLoop fills the whole memory of mib MiB, forever.
+func memoryFillLoop(mib int64) []byte {
+	body := append(append(append(bulkConst(0), bulkConst(0x5a)...), bulkConst(mib<<20)...), bulkFill...)
+	return bulkGuest(uint32(mib*16), nil, body).bytes()
+}
+
+// memoryCopyLoop copies the first mib MiB of a memory of 2·mib MiB to its
+// second half, forever.
+func memoryCopyLoop(mib int64) []byte {
+	body := append(append(append(bulkConst(mib<<20), bulkConst(0)...), bulkConst(mib<<20)...), bulkCopy...)
+	return bulkGuest(uint32(2*mib*16), nil, body).bytes()
+}
+
+// growThenFill grows a one-page memory to mib MiB, fills it once (the
+// first touch of every page), then spins.
+func growThenFill(mib int64) []byte {
+	pre := append(bulkConst(mib*16-1), wasmbin.OpcodeMemoryGrow, 0, opDrop)
+	pre = append(append(append(append(pre, bulkConst(0)...), bulkConst(1)...), bulkConst(mib<<20)...), bulkFill...)
+	return bulkGuest(1, pre, nil).bytes()
+}
+
+// memoryInitLoop copies a passive data segment of n bytes into memory,
+// forever (a module's data may total 32 MiB: precheck.DefaultLimits).
+func memoryInitLoop(n int64) []byte {
+	body := append(append(append(bulkConst(0), bulkConst(0)...), bulkConst(n)...), bulkInit...)
+	m := bulkGuest(uint32((n+65535)>>16), nil, body)
+	seg := append([]byte{0x01}, uleb(uint64(n))...) // passive
+	seg = append(seg, bytes.Repeat([]byte{0xa5}, int(n))...)
+	m.extra = map[byte][]byte{12: uleb(1), 11: vec(seg)}
+	return m.bytes()
+}

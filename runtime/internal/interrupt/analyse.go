@@ -194,9 +194,10 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.call(pos, costCall)
 			start := r.pos()
 			f := r.u32()
+			nf := w.fn(f)
 			how := p.callSig(pos, op == wasmbin.OpcodeReturnCall, wasmbin.OpcodeCall, p.funcSig(f))
-			if w.remap && f >= w.yield {
-				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos() - start), kind: editFunc, w: w.fn(f)})
+			if nf != f {
+				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos() - start), kind: editFunc, w: nf})
 			}
 			p.afterCall(how, r.pos())
 		case wasmbin.OpcodeCallIndirect, wasmbin.OpcodeReturnCallIndirect: // call_indirect t table, return_call_indirect
@@ -212,8 +213,8 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			p.need(pos, 1)
 			start := r.pos()
 			f := r.u32()
-			if w.remap && f >= w.yield {
-				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos() - start), kind: editFunc, w: w.fn(f)})
+			if nf := w.fn(f); nf != f {
+				p.edits = append(p.edits, edit{pos: int32(start), skip: int32(r.pos() - start), kind: editFunc, w: nf})
 			}
 			p.add(1)
 		case wasmbin.OpcodeGlobalGet, wasmbin.OpcodeGlobalSet:
@@ -224,7 +225,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 			sub := r.u32()
 			p.v128 = p.v128 || op == wasmbin.OpcodePrefixVec
 			cost := weight(op, sub)
-			p.need(pos, cost)
+			imm := r.pos()
 			switch op {
 			case wasmbin.OpcodePrefixMisc:
 				w.fc(r, sub)
@@ -244,6 +245,23 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 				}
 			}
 			if op == wasmbin.OpcodePrefixMisc && bulk(sub) && p.c >= 0 {
+				if h, ok := w.split(sub, code[imm:r.pos()]); ok {
+					// In pieces (bulk.go): the inline test in place
+					// of the instruction, then a check.
+					cost += splitCost
+					p.need(pos, cost)
+					w.usedBulk = true
+					p.edits = append(p.edits, edit{pos: int32(pos), skip: int32(r.pos() - pos), kind: editSplit, w: h, ord: p.labels})
+					p.add(cost)
+					p.edits = append(p.edits, edit{pos: int32(r.pos()), kind: editCheck, w: charge(p.c), ord: p.labels, first: p.entry})
+					p.stats[reasonBulk]++
+					if p.entry {
+						p.induced++
+					}
+					p.c, p.entry = 0, false
+					continue
+				}
+				p.need(pos, cost)
 				if w.remap {
 					w.usedBulk = true
 					p.edits = append(p.edits, edit{pos: int32(pos), kind: editTee, ord: p.labels})
@@ -257,6 +275,7 @@ func (p *placer) analyse(code []byte, lazy bool) bool {
 				p.c, p.entry = 0, false
 				continue
 			}
+			p.need(pos, cost)
 			p.add(cost)
 		default:
 			if op == wasmbin.OpcodeLocalSet || op == wasmbin.OpcodeLocalTee {

@@ -1,6 +1,8 @@
 package interrupt
 
 import (
+	"fmt"
+
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
@@ -62,8 +64,18 @@ func (w *rewriter) appendCheck(out []byte, charge uint32, stack bool) []byte {
 	return append(out, wasmbin.OpcodeEnd)
 }
 
-// fn is the index of function f after the rewrite.
+// fn is the index of function f after the rewrite. An index beyond the
+// module's functions is refused: it would name a helper (bulk.go).
 func (w *rewriter) fn(f uint32) uint32 {
+	if uint64(f) >= w.funcs {
+		fail(fmt.Sprintf("function index %d out of range", f))
+	}
+	return w.nameFn(f)
+}
+
+// nameFn is fn for the name section, which may name any index (a name
+// beyond the module's functions would name a helper or nothing: harmless).
+func (w *rewriter) nameFn(f uint32) uint32 {
 	if !w.remap || f < w.yield {
 		return f
 	}
@@ -138,17 +150,7 @@ func (w *rewriter) instrumentBudgetFunction(d int, fr *reader, groups uint32, gr
 	}
 	w.curOrds = nil
 	w.body = p.emit(code, w.body[:0])
-	if w.usedBulk || p.saved >= 0 {
-		k := byte(1)
-		if p.saved >= 0 {
-			k = 2 // the first is the bulk local, used or not
-		}
-		fn = wasmbin.AppendUint64(fn, uint64(groups)+1)
-		fn = append(fn, fr.b[groupsEnd:localsEnd]...)
-		fn = append(fn, k, wasmbin.ValueTypeI32) // (local i32) or (local i32 i32)
-	} else {
-		fn = append(fn, fr.b[:localsEnd]...)
-	}
+	fn = appendLocals(fn, fr.b, groups, groupsEnd, localsEnd, w.usedBulk, p.saved >= 0)
 	w.ords = append(w.ords, w.curOrds)
 	if p.counted {
 		w.frames = append(w.frames, p.frame)

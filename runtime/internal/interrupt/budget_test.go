@@ -182,13 +182,17 @@ func functionNames(body []byte) (names map[uint32]string, ok bool) {
 // sections but "name" are unchanged, and a name section names the same
 // functions, moved up by one from Y. Where the checks are is the placement
 // tests' business (TestShapesChecksBounded counts what runs between two of
-// them; the wabt checks find one at every loop).
+// them; the wabt checks find one at every loop). The helpers of split bulk
+// instructions (bulk.go) come last: their type (i32 i32 i32) -> () after
+// the added types, and one function of that type each after the module's
+// functions (helperCount).
 func checkBudgetOutput(tb testing.TB, in, out []byte) {
 	tb.Helper()
 	if string(out[:8]) != string(in[:8]) {
 		tb.Fatalf("header changed: % x", out[:8])
 	}
 	f := facts(tb, in)
+	helpers := helperCount(tb, in, out)
 	y := f.imported.funcs
 	remap := func(i uint32) uint32 {
 		if i < y {
@@ -233,7 +237,13 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 		}
 		switch s.id {
 		case wasmbin.SectionIDType:
-			appended(f.types, append([][]byte{{0x60, 0x00, 0x00}}, wantWrapTypes(tb, inByID[wasmbin.SectionIDType])...)...)
+			added := append([][]byte{{0x60, 0x00, 0x00}}, wantWrapTypes(tb, inByID[wasmbin.SectionIDType])...)
+			if helpers > 0 {
+				added = append(added, wantHelperType)
+			}
+			appended(f.types, added...)
+		case wasmbin.SectionIDFunction:
+			checkHelperFunctions(tb, old, s.body, helpers, f.types+uint32(len(wantWrapTypes(tb, inByID[wasmbin.SectionIDType])))+1)
 		case wasmbin.SectionIDImport:
 			appended(f.imports, yieldImport(f.types))
 		case wasmbin.SectionIDGlobal:
@@ -272,8 +282,8 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 			}
 		case wasmbin.SectionIDCode:
 			n := r.u32()
-			if on := newReader(old).u32(); on != n {
-				tb.Fatalf("%d function bodies, want %d", n, on)
+			if on := newReader(old).u32(); on+uint32(helpers) != n {
+				tb.Fatalf("%d function bodies, want %d and %d helpers", n, on, helpers)
 			}
 			for ; n > 0; n-- {
 				fr := newReader(r.bytes(int(r.u32())))
@@ -337,6 +347,50 @@ func checkBudgetOutput(tb testing.TB, in, out []byte) {
 	}
 	if j != len(outNames) {
 		tb.Fatalf("custom sections appeared: %q", outNames[j:])
+	}
+}
+
+// wantHelperType is the type of the helpers of split bulk instructions:
+// (func (param i32 i32 i32)).
+var wantHelperType = []byte{0x60, 3, 0x7f, 0x7f, 0x7f, 0}
+
+// helperCount is the number of helpers an output has: the functions it
+// defines beyond its input's.
+func helperCount(tb testing.TB, in, out []byte) int {
+	tb.Helper()
+	count := func(wasm []byte) int {
+		for _, s := range rawSections(tb, wasm) {
+			if s.id == wasmbin.SectionIDFunction {
+				return int(newReader(s.body).u32())
+			}
+		}
+		return 0
+	}
+	n := count(out) - count(in)
+	if n < 0 {
+		tb.Fatalf("%d functions fewer", -n)
+	}
+	return n
+}
+
+// checkHelperFunctions checks an output's function section (body) against
+// its input's (old): the same entries, then helpers entries of type t.
+func checkHelperFunctions(tb testing.TB, old, body []byte, helpers int, t uint32) {
+	tb.Helper()
+	var want []byte
+	if old == nil {
+		want = []byte{0}
+	} else {
+		want = append([]byte{}, old...)
+	}
+	r := newReader(want)
+	n := r.u32()
+	want = append(wasmbin.AppendUint64(nil, uint64(n)+uint64(helpers)), want[r.pos():]...)
+	for range helpers {
+		want = wasmbin.AppendUint64(want, uint64(t))
+	}
+	if !bytes.Equal(body, want) {
+		tb.Fatalf("function section % x, want % x", body, want)
 	}
 }
 
@@ -572,7 +626,7 @@ func TestInstrumentBudgetRefuses(t *testing.T) {
 		{"repeated import section", mod(sec(1, 1, 0x60, 0, 0), sec(2, 1, 1, 'e', 1, 'f', 0x00, 0), sec(2, 1, 1, 'e', 1, 'g', 0x00, 0)), "repeated section"},
 		{"a recursion group in the type section", mod(sec(1, 1, 0x4e, 0), code), "type form"},
 		{"trailing bytes in the export section", mod(append(typeFunc, sec(7, 0, 0), code)...), "end of a section"},
-		{"start function 2^32-1", mod(append(typeFunc, sec(8, 0xff, 0xff, 0xff, 0xff, 0x0f), code)...), "function index out of range"},
+		{"start function 2^32-1", mod(append(typeFunc, sec(8, 0xff, 0xff, 0xff, 0xff, 0x0f), code)...), "function index 4294967295 out of range"},
 	} {
 		if _, err := InstrumentWith(c.wasm, FlagBudget); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("%s: want ErrUnsupported (%s), got %v", c.name, c.why, err)
@@ -709,25 +763,61 @@ func TestInstrumentBudgetBulk(t *testing.T) {
 	checkBudgetOutput(t, wasm, out)
 	// G = 0, Y = 0; $0's new local: 2 parameters + 4 locals = 6. $0
 	// starts lazily (392); the check after its first bulk instruction
-	// charges that, the three operands and the instruction (16): 411; the
-	// others 3 + 16. $1 exits owing 394: a check before its end.
+	// charges that, the three operands and the instruction (16) and, the
+	// fill being split (bulk.go), splitCost: 507; the copy 3 + 16 + 96,
+	// the others 3 + 16. $1 exits owing 394: a check before its end.
+	//
+	// The fill and the copy are split: the length goes through the local,
+	// and if it is over 256 KiB, the helper ($3 for the fill, $4 for the
+	// copy, after the yield import and $0, $1) is called instead, with the
+	// operands as the parameters of an if of type 3 (i32 i32 i32) -> ()
+	// (after the two of the module and the yield's); otherwise the
+	// instruction runs and is charged:
+	//
+	//	local.tee 6; local.get 6; i32.const 262144; i32.gt_u
+	//	if (type 3) call $h else <op> <charge> end
 	charge := wantBulkCharge(0, 6)
 	if !bytes.Equal(charge, bulkCharge(0, 6)) {
 		t.Fatalf("bulkCharge: % x", bulkCharge(0, 6))
 	}
 	want0 := []byte{3, 3, 0x7d, 1, 0x7f, 1, 0x7f}
 	for i := range ops {
-		w := uint32(19)
-		if i == 0 {
-			w = 411
+		switch i {
+		case 0, 1: // split
+			w := []uint32{507, 115}[i]
+			want0 = cat(want0, args[i], []byte{0x22, 6, 0x20, 6, 0x41, 0x80, 0x80, 0x10, 0x4b, 0x04, 3, 0x10, byte(3 + i), 0x05},
+				ops[i], charge, []byte{0x0b}, wantBudgetCheck(0, 0, w))
+		default:
+			want0 = cat(want0, args[i], []byte{0x22, 6}, ops[i], charge, wantBudgetCheck(0, 0, 19))
 		}
-		want0 = cat(want0, args[i], []byte{0x22, 6}, ops[i], charge, wantBudgetCheck(0, 0, w))
 	}
 	want0 = append(want0, 0xfc, 9, 0, 0x0b)
 	want1 := cat([]byte{0, 0x3f, 0, 0x1a}, wantBudgetCheck(0, 0, 394), []byte{0x0b})
-	wantCode := append(append(append(append([]byte{2}, wasmbin.AppendUint64(nil, uint64(len(want0)))...), want0...), byte(len(want1))), want1...)
-	if !bytes.Contains(out, encoded(sec(10, wantCode...))) {
-		t.Fatalf("code section:\n got % x\nwant % x", out, encoded(sec(10, wantCode...)))
+	// The fill's helper:
+	//
+	//	(func $3 (param $d i32) (param $v i32) (param $n i32) (local $k i32)
+	//	  (if (i64.gt_u (i64.add (i64.extend_i32_u $d) (i64.extend_i32_u $n))
+	//	                (i64.shl (i64.extend_i32_u (memory.size)) (i64.const 16)))
+	//	    (then (memory.fill $d $v $n) (return)))
+	//	  (loop
+	//	    the check charging 96
+	//	    (local.set $k (select $n (i32.const 262144) (i32.lt_u $n (i32.const 262144))))
+	//	    (memory.fill $d $v $k)
+	//	    (local.set $d (i32.add $d $k)) (local.set $n (i32.sub $n $k))
+	//	    the charge of $k
+	//	    (br_if 0 $n)))
+	want3 := cat([]byte{1, 1, 0x7f,
+		0x20, 0, 0xad, 0x20, 2, 0xad, 0x7c, 0x3f, 0, 0xad, 0x42, 16, 0x86, 0x56,
+		0x04, 0x40, 0x20, 0, 0x20, 1, 0x20, 2, 0xfc, 11, 0, 0x0f, 0x0b,
+		0x03, 0x40}, wantBudgetCheck(0, 0, 96),
+		[]byte{0x20, 2, 0x41, 0x80, 0x80, 0x10, 0x20, 2, 0x41, 0x80, 0x80, 0x10, 0x49, 0x1b, 0x21, 3,
+			0x20, 0, 0x20, 1, 0x20, 3, 0xfc, 11, 0,
+			0x20, 0, 0x20, 3, 0x6a, 0x21, 0, 0x20, 2, 0x20, 3, 0x6b, 0x21, 2},
+		wantBulkCharge(0, 3), []byte{0x20, 2, 0x0d, 0, 0x0b, 0x0b})
+	wantCode := cat([]byte{4}, wasmbin.AppendUint64(nil, uint64(len(want0))), want0, []byte{byte(len(want1))}, want1,
+		wasmbin.AppendUint64(nil, uint64(len(want3))), want3)
+	if !bytes.Contains(out, wantCode) {
+		t.Fatalf("code section:\n got % x\nwant % x", out, wantCode)
 	}
 	if _, err := exec.LookPath("wasm-validate"); err == nil {
 		budgetWabtCheck(t, wasm, out)
@@ -966,7 +1056,9 @@ func TestBudgetYieldPeriod(t *testing.T) {
 // of a model of the budget, and a loop of large fills yields every few
 // fills. fill(n, k): a check before the loop (392, as in sum), then k times
 // the header's (the 5 instructions of the back edge), the fill's charge and
-// the check after it (the 3 operands and the fill, 16).
+// the check after it (the 3 operands, the fill, 16, and its split's
+// splitCost); a fill longer than bulkChunk runs a check (splitCost) before
+// each of its pieces, and charges each.
 func TestBudgetBulkCharge(t *testing.T) {
 	ctx := context.Background()
 	var yields atomic.Int64
@@ -974,12 +1066,20 @@ func TestBudgetBulkCharge(t *testing.T) {
 	m := budgetModule(ctx, t, &yields, &stop)
 	fill := m.ExportedFunction("fill")
 	model := newBudgetModel()
-	for _, c := range []struct{ n, k int64 }{{100, 1000}, {4096, 1000}, {5000, 3000}, {1 << 20, 100}, {16 << 20, 10}, {0, Budget / 4}} {
+	for _, c := range []struct{ n, k int64 }{{100, 1000}, {4096, 1000}, {5000, 3000}, {bulkChunk, 300}, {bulkChunk + 1, 300},
+		{1 << 20, 100}, {16 << 20, 10}, {0, Budget / 4}} {
 		model.check(int64(callSlack) + costCall)
 		for i := int64(0); i < c.k; i++ {
 			model.check(5)
-			model.bulk(c.n)
-			model.check(3 + costBulk)
+			if c.n <= bulkChunk {
+				model.bulk(c.n)
+			} else { // in pieces, a check before each, each charged (bulk.go)
+				for left := c.n; left > 0; left -= min(left, bulkChunk) {
+					model.check(splitCost)
+					model.bulk(min(left, bulkChunk))
+				}
+			}
+			model.check(3 + costBulk + splitCost)
 		}
 		if _, err := fill.Call(ctx, uint64(c.n), uint64(c.k)); err != nil {
 			t.Fatal(err)

@@ -46,6 +46,20 @@ func (w *rewriter) checkData(body []byte) {
 	}
 }
 
+// checkFunctionIndices refuses (FlagMemory, which rewrites no function
+// index) a function index beyond the module's functions outside the code
+// (instrumentCode checks those): it would name a helper after the rewrite
+// (bulk.go). The sections are decoded as FlagBudget remaps them.
+func (w *rewriter) checkFunctionIndices(m *module) {
+	for _, s := range m.secs {
+		switch s.id {
+		case wasmbin.SectionIDTable, wasmbin.SectionIDGlobal, wasmbin.SectionIDExport, wasmbin.SectionIDStart,
+			wasmbin.SectionIDElement:
+			w.remapSection(m, s)
+		}
+	}
+}
+
 // constExpr skips a constant expression, through its end.
 func (w *rewriter) constExpr(r *reader) {
 	for {

@@ -114,8 +114,9 @@ type imports struct {
 	// funcTypes: the type index of each imported function.
 	funcTypes []uint32
 	yield     bool
-	// limits64: a memory or table with 64-bit indices is imported.
-	limits64 bool
+	// limits64: a memory or table with 64-bit indices is imported;
+	// mem64: a memory.
+	limits64, mem64 bool
 }
 
 func countImports(body []byte) imports {
@@ -134,7 +135,8 @@ func countImports(body []byte) imports {
 			r.refType()
 			n.limits64 = n.limits64 || r.limits()&wasmbin.LimitsIs64 != 0
 		case wasmbin.ExternMemory:
-			n.limits64 = n.limits64 || r.limits()&wasmbin.LimitsIs64 != 0
+			is64 := r.limits()&wasmbin.LimitsIs64 != 0
+			n.limits64, n.mem64 = n.limits64 || is64, n.mem64 || is64
 			n.memories++
 		case wasmbin.ExternGlobal:
 			r.valType()

@@ -11,6 +11,11 @@
 // YieldModule.YieldName, where the host can stop the call; a second global,
 // exported as StackName, bounds the call stack (stack.go).
 //
+// A memory.fill, memory.copy or memory.init longer than bulkChunk, which an
+// engine runs as one piece of compiled code, runs instead in pieces with a
+// check between two, through a helper function the rewrite appends to the
+// module (bulk.go); a shorter one pays a compare and a branch.
+//
 // The output keeps only the "name" custom section (a host reads any other,
 // such as the provider metadata, from the module as shipped), so modules
 // that differ only in custom sections instrument to the same bytes and
@@ -20,6 +25,7 @@
 //
 // The rewriter decodes every instruction and fails closed: what it cannot
 // follow, or an index that would reach what it adds, is an ErrUnsupported
-// error, never a silently wrong module. Hosts key cached output by
+// error, never a silently wrong module (a function index beyond the
+// module's own would name a helper). Hosts key cached output by
 // FormatVersion.
 package interrupt

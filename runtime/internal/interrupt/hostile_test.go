@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/wasmprov/wasmprov/runtime/internal/mmapmem"
 )
 
 // shapeCache shares the shapes' compiled code between the tests' runtimes.
@@ -216,7 +219,11 @@ const (
 
 func shapesGCChild(t *testing.T) {
 	defer time.AfterFunc(55*time.Second, func() { panic("a shape hung the process") }).Stop()
-	ctx := context.Background()
+	// Linear memories as the host allocates them (mmapmem: reserved,
+	// committed as they grow, no huge pages), so that a page's first touch
+	// costs what it costs there: a page fault. wazero's own allocator
+	// copies a memory into a new Go slice as it grows, touching it then.
+	ctx := experimental.WithMemoryAllocator(context.Background(), new(mmapmem.Allocator))
 	names, all := sortedShapes(50000, 1)
 	// A control: the same collections while a goroutine spins in Go,
 	// where the scheduler preempts it at once (what a loaded machine
@@ -298,12 +305,14 @@ func shapeGCAndStop(ctx context.Context, t *testing.T, name string, m shapeModul
 		time.Sleep(time.Millisecond)
 	}
 	var gcs []time.Duration
+	stopsBefore := stopWaits()
 	for range 5 {
 		time.Sleep(50 * time.Millisecond)
 		s := time.Now()
 		runtime.GC()
 		gcs = append(gcs, time.Since(s))
 	}
+	stopping := stopWaits().longestSince(stopsBefore)
 	time.Sleep(time.Until(start.Add(time.Second)))
 	select {
 	case err := <-done:
@@ -324,9 +333,14 @@ func shapeGCAndStop(ctx context.Context, t *testing.T, name string, m shapeModul
 	}
 	sorted := slices.Clone(gcs)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	t.Logf("%-16s GC %v (max %v; idle %v); stopped %v after the flag (the yield saw it after %v); %d yields/s",
-		name, gcs, sorted[len(sorted)-1], idle, stopped, time.Duration(acted.Load()-set.UnixNano()),
+	t.Logf("%-16s GC %v (max %v; idle %v; stopping the world > %v); stopped %v after the flag (the yield saw it after %v); %d yields/s",
+		name, gcs, sorted[len(sorted)-1], idle, stopping, stopped, time.Duration(acted.Load()-set.UnixNano()),
 		yields.Load()*int64(time.Second)/int64(time.Since(start)))
+	// What the guest itself can hold up: the wait for the world to stop
+	// (for every goroutine to reach a safe point).
+	if stopping > gcLimit {
+		return fmt.Sprintf("%s: a collection waited over %v for the world to stop, want within %v", name, stopping, gcLimit)
+	}
 	// A loaded machine can delay a collection whatever the guest does
 	// (its stop-the-world waits for every goroutine, the test's own
 	// included: see the Go-spinning control): the median must be within
@@ -354,4 +368,26 @@ func shapeSeeds() [][]byte {
 		{typ: tRec, locals: []byte{0}, code: cat(localGet(0), opIf, localGet(0), i32c(1), opSub32, call(2), opEnd, globalChain(gAcc, gM, 3))},
 	}}
 	return [][]byte{small.bytes(), rec.bytes()}
+}
+
+// stopWaiting is the histogram of the times collections waited for the
+// world to stop.
+type stopWaiting struct{ h *metrics.Float64Histogram }
+
+func stopWaits() stopWaiting {
+	s := []metrics.Sample{{Name: "/sched/pauses/stopping/gc:seconds"}}
+	metrics.Read(s)
+	return stopWaiting{s[0].Value.Float64Histogram()}
+}
+
+// longestSince is the lower bound of the highest bucket that gained a count
+// since before: the longest wait was at least that.
+func (w stopWaiting) longestSince(before stopWaiting) time.Duration {
+	var most float64
+	for i, c := range w.h.Counts {
+		if c > before.h.Counts[i] {
+			most = max(most, w.h.Buckets[i])
+		}
+	}
+	return time.Duration(most * float64(time.Second))
 }

@@ -6,8 +6,10 @@ import "errors"
 // instrumented modules key the cache by it: bump it whenever InstrumentWith's
 // output for some input changes (the golden tests pin the bytes, so such a
 // change fails them first). 5: custom sections other than "name" are
-// dropped, and adjacent data segments merged (mergeData).
-const FormatVersion = 5
+// dropped, and adjacent data segments merged (mergeData). 6: memory.fill,
+// memory.copy and memory.init longer than bulkChunk run in pieces, through
+// helper functions appended to the module (bulk.go).
+const FormatVersion = 6
 
 // MemoryName is the export name of the interrupt flag's memory in
 // FlagMemory mode. Both modes refuse a module that already exports it.

@@ -76,6 +76,9 @@ func FuzzInstrument(f *testing.F) {
 	for _, b := range shapeSeeds() {
 		f.Add(b)
 	}
+	for _, b := range bulkSeeds() {
+		f.Add(b)
+	}
 	ctx := context.Background()
 	r := wazero.NewRuntime(ctx)
 	f.Cleanup(func() { r.Close(ctx) })
@@ -198,12 +201,16 @@ func memoryCount(tb testing.TB, wasm []byte) (imported, defined uint32) {
 // section but the memory, export and code sections is unchanged; the
 // memory section ends with the added 1..1 memory, index M (the input's
 // memory count); the export section ends with MemoryName exporting memory
-// M and names it once; and there are as many function bodies.
+// M and names it once; and there are as many function bodies. But for the
+// helpers of split bulk instructions (bulk.go), if any: the type section
+// ends with their type, (i32 i32 i32) -> (), the function section with
+// one function of that type each, the code section with their bodies.
 func checkMemoryOutput(tb testing.TB, in, out []byte) {
 	tb.Helper()
 	if string(out[:8]) != string(in[:8]) {
 		tb.Fatalf("header changed: % x", out[:8])
 	}
+	helpers := helperCount(tb, in, out)
 	imp, def := memoryCount(tb, in)
 	m := imp + def
 	inSecs, outSecs := rawSections(tb, in), rawSections(tb, out)
@@ -256,12 +263,25 @@ func checkMemoryOutput(tb testing.TB, in, out []byte) {
 		case wasmbin.SectionIDCode:
 			sawCode = true
 			n := r.u32()
-			if old, ok := inByID[wasmbin.SectionIDCode]; ok && newReader(old).u32() != n {
-				tb.Fatalf("%d function bodies, want %d", n, newReader(old).u32())
+			if old, ok := inByID[wasmbin.SectionIDCode]; ok && newReader(old).u32()+uint32(helpers) != n {
+				tb.Fatalf("%d function bodies, want %d and %d helpers", n, newReader(old).u32(), helpers)
 			}
 			for ; n > 0; n-- {
 				r.bytes(int(r.u32()))
 			}
+		case wasmbin.SectionIDType:
+			old := inByID[s.id]
+			types := newReader(old).u32()
+			want := old
+			if helpers > 0 {
+				want = append(wasmbin.AppendUint64(nil, uint64(types)+1), old[newReader(old).skipU32():]...)
+				want = append(want, wantHelperType...)
+			}
+			if !bytes.Equal(s.body, want) {
+				tb.Fatalf("type section % x, want % x", s.body, want)
+			}
+		case wasmbin.SectionIDFunction:
+			checkHelperFunctions(tb, inByID[s.id], s.body, helpers, newReader(inByID[wasmbin.SectionIDType]).u32())
 		case wasmbin.SectionIDData:
 			checkDataEquivalent(tb, inByID[s.id], s.body) // segments may be merged
 		default:

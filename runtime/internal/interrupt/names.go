@@ -135,7 +135,7 @@ func (w *rewriter) remapNames(body []byte) (out []byte, ok bool) {
 		var b []byte
 		switch {
 		case id == nameFunctions:
-			b = appendNameMap(nil, sub, w.fn)
+			b = appendNameMap(nil, sub, w.nameFn)
 		case id == nameLocals:
 			b = w.appendIndirectNameMap(nil, sub, func(uint32) func(uint32) uint32 { return nil })
 		case id == nameLabels:
@@ -182,7 +182,7 @@ func (w *rewriter) appendIndirectNameMap(out []byte, r *reader, inner func(f uin
 	out = wasmbin.AppendUint64(out, uint64(n))
 	for ; n > 0; n-- {
 		f := r.u32()
-		out = wasmbin.AppendUint64(out, uint64(w.fn(f)))
+		out = wasmbin.AppendUint64(out, uint64(w.nameFn(f)))
 		out = appendNameMap(out, r, inner(f))
 	}
 	return out

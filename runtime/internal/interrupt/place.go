@@ -46,7 +46,9 @@ import (
 //     callee) gets a check at once, charged maxRegion;
 //   - a bulk memory or table instruction, whose time grows with its
 //     length, is followed by a check at once (FlagBudget charges the length
-//     there): at most one runs between two checks.
+//     there): at most one runs between two checks. A memory.fill,
+//     memory.copy or memory.init longer than bulkChunk runs in pieces with a
+//     check between two (bulk.go): its weight includes splitCost.
 //
 // No path runs more than maxRegion units without passing a check, across
 // calls and returns too (the callee's first stretch and the caller's last
@@ -143,6 +145,7 @@ const (
 	editStackExit         // counted: give the frame back
 	editResync            // counted, with a handler: a landing sets the counter back
 	editByte              // the byte w (skip: the opcode it replaces)
+	editSplit             // a bulk instruction (skip) split, its helper w (bulk.go); a check follows
 )
 
 type edit struct {
@@ -397,6 +400,9 @@ func (p *placer) emit(code []byte, out []byte) []byte {
 			}
 		case editByte:
 			out = append(out, byte(e.w))
+		case editSplit:
+			out = w.appendSplit(out, code[e.pos:e.pos+e.skip], e.w)
+			label = true
 		}
 		if w.remap && label {
 			w.curOrds = append(w.curOrds, e.ord)

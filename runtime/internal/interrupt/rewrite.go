@@ -55,10 +55,30 @@ func instrumentWith(wasm []byte, f Flag, o options) (out []byte, rep report, err
 		w.params[i], w.results[i] = m.sigs[t].params, m.sigs[t].bt
 	}
 	w.place.w = &w
-	if f == FlagMemory && m.have[wasmbin.SectionIDData] {
-		w.checkData(m.body(wasmbin.SectionIDData))
+	if f == FlagMemory {
+		if m.have[wasmbin.SectionIDData] {
+			w.checkData(m.body(wasmbin.SectionIDData))
+		}
+		w.checkFunctionIndices(m)
 	}
-	outSecs := w.rewrite(m, adds)
+	w.bulk.data, w.bulk.dataCount = m.body(wasmbin.SectionIDData), m.have[wasmbin.SectionIDDataCount]
+	// The code first: it says which helpers the other sections declare
+	// (bulk.go).
+	var code []byte
+	if m.have[wasmbin.SectionIDCode] {
+		code = w.instrumentCode(m.body(wasmbin.SectionIDCode))
+	}
+	if len(w.bulk.keys) > 0 {
+		funcs, bodies := make([][]byte, len(w.bulk.keys)), make([][]byte, len(w.bulk.keys))
+		for i, k := range w.bulk.keys {
+			funcs[i] = wasmbin.AppendUint64(nil, uint64(w.bulk.typ))
+			bodies[i] = w.helperBody(k)
+		}
+		adds = addItems(adds, wasmbin.SectionIDType, splitType)
+		adds = addItems(adds, wasmbin.SectionIDFunction, funcs...)
+		adds = addItems(adds, wasmbin.SectionIDCode, bodies...)
+	}
+	outSecs := w.rewrite(m, adds, code)
 	out = append(make([]byte, 0, len(wasm)+len(wasm)/8), wasm[:8]...)
 	for _, s := range outSecs {
 		out = append(out, s.id)
@@ -75,7 +95,17 @@ func (w *rewriter) initMemory(m *module) []addition {
 	if mem >= noLimit {
 		fail("too many memories")
 	}
-	*w = rewriter{globals: noLimit, memories: mem}
+	if m.imports.mem64 || (m.have[wasmbin.SectionIDMemory] && hasLimits64(wasmbin.SectionIDMemory, m.body(wasmbin.SectionIDMemory))) {
+		// Their bulk instructions take i64 operands, which the helpers
+		// (bulk.go) do not.
+		fail("64-bit memory indices")
+	}
+	funcs := uint64(m.imports.funcs) + uint64(len(m.funcTypes))
+	if funcs >= noLimit || uint64(len(m.sigs)) >= noLimit {
+		fail("too many functions or types")
+	}
+	*w = rewriter{globals: noLimit, memories: mem, funcs: funcs,
+		bulk: bulkHelpers{typ: uint32(len(m.sigs)), first: uint32(funcs)}}
 	w.check = memoryCheck(uint32(mem))
 	w.checkExportedMemories(m.exports)
 	return []addition{
@@ -109,14 +139,21 @@ func (w *rewriter) initBudget(m *module, o options) []addition {
 	if o.stack < 1 {
 		fail("stack limit below 1")
 	}
+	funcs := uint64(m.imports.funcs) + uint64(len(m.funcTypes))
+	if funcs >= noLimit-1 {
+		fail("too many functions")
+	}
 	*w = rewriter{globals: g, memories: noLimit, remap: true, yield: m.imports.funcs, budget: o.budget,
-		depth: true, stack: uint32(g) + 1, stackLimit: o.stack}
+		depth: true, stack: uint32(g) + 1, stackLimit: o.stack, funcs: funcs}
 	yield := append(wasmbin.AppendUint64(nil, uint64(len(YieldModule))), YieldModule...)
 	yield = append(wasmbin.AppendUint64(yield, uint64(len(YieldName))), YieldName...)
 	wrap := wrapTypes(m.sigs, types+1)
-	if uint64(types)+1+uint64(len(wrap.items)) >= noLimit {
+	if uint64(types)+1+uint64(len(wrap.items))+1 >= noLimit {
 		fail("too many types")
 	}
+	// The helpers' type after the wraps', the helpers after every
+	// function (the yield import included).
+	w.bulk = bulkHelpers{typ: types + 1 + uint32(len(wrap.items)), first: uint32(funcs) + 1}
 	adds := []addition{
 		{wasmbin.SectionIDType, append([][]byte{{wasmbin.TypeFormFunc, 0, 0}}, wrap.items...)},                      // (func), then the wraps' types
 		{wasmbin.SectionIDImport, [][]byte{wasmbin.AppendUint64(append(yield, wasmbin.ExternFunc), uint64(types))}}, // (import YieldModule YieldName (func (type T)))
@@ -133,10 +170,26 @@ func (w *rewriter) initBudget(m *module, o options) []addition {
 	return adds
 }
 
-// rewrite returns m's sections rewritten, with the additions: appended to
-// the sections the module has, or in sections of their own in the binary's
-// order.
-func (w *rewriter) rewrite(m *module, adds []addition) []section {
+// addItems adds items to the addition to section id, creating it in the
+// binary's order of sections if there is none.
+func addItems(adds []addition, id byte, items ...[]byte) []addition {
+	for i := range adds {
+		if adds[i].id == id {
+			adds[i].items = append(adds[i].items, items...)
+			return adds
+		}
+	}
+	i := 0
+	for i < len(adds) && !after(adds[i].id, id) {
+		i++
+	}
+	return append(adds[:i], append([]addition{{id, items}}, adds[i:]...)...)
+}
+
+// rewrite returns m's sections rewritten, with code as the code section's
+// body and the additions: appended to the sections the module has, or in
+// sections of their own in the binary's order.
+func (w *rewriter) rewrite(m *module, adds []addition, code []byte) []section {
 	var outSecs []section
 	inserted := make([]bool, len(adds))
 	for _, s := range m.secs {
@@ -151,14 +204,14 @@ func (w *rewriter) rewrite(m *module, adds []addition) []section {
 		if w.remap {
 			s.body = w.remapSection(m, s)
 		}
+		if s.id == wasmbin.SectionIDCode {
+			s.body = code
+		}
 		for i, a := range adds {
 			if s.id == a.id {
 				s.body = appendToVec(s.body, a.items...)
 				inserted[i] = true
 			}
-		}
-		if s.id == wasmbin.SectionIDCode {
-			s.body = w.instrumentCode(s.body)
 		}
 		if s.id == wasmbin.SectionIDData && !m.have[wasmbin.SectionIDDataCount] {
 			s.body = mergeData(s.body)
@@ -248,8 +301,11 @@ type rewriter struct {
 	// charges its length (in bulkLocal) to the budget.
 	charge []byte
 	// globals and memories: the lowest index that is refused, noLimit
-	// for a kind the rewrite adds nothing to.
-	globals, memories uint64
+	// for a kind the rewrite adds nothing to; funcs: the module's
+	// functions (the helpers come after them: bulk.go).
+	globals, memories, funcs uint64
+	// bulk: the helpers of the bulk memory instructions split (bulk.go).
+	bulk bulkHelpers
 	// remap (FlagBudget): the yield import takes function index yield,
 	// so every function index from yield up moves up by one.
 	remap bool
@@ -266,7 +322,8 @@ type rewriter struct {
 	results [][]byte
 	// params: each defined function's parameter count.
 	// bulkLocal: the index of the i32 local the function being copied gets
-	// if it has a bulk instruction (usedBulk), to charge its length.
+	// if it has a bulk instruction (usedBulk) it charges (FlagBudget) or
+	// splits (bulk.go), for its length.
 	params    []uint32
 	bulkLocal uint32
 	usedBulk  bool
@@ -308,15 +365,47 @@ func (w *rewriter) instrumentCode(body []byte) []byte {
 		if w.remap {
 			fn = w.instrumentBudgetFunction(d, fr, groups, groupsEnd, locals, v128, fn)
 		} else {
-			if d >= len(w.results) {
-				fail("more function bodies than functions")
-			}
-			w.place.placeFunction(fr.b[fr.pos():], w.results[d])
-			fn = append(fn, fr.b[:fr.pos()]...)
-			fn = w.place.emit(fr.b[fr.pos():], fn)
+			fn = w.instrumentMemoryFunction(d, fr, groups, groupsEnd, locals, fn)
 		}
 		out = wasmbin.AppendUint64(out, uint64(len(fn)))
 		out = append(out, fn...)
 	}
 	return out
+}
+
+// instrumentMemoryFunction copies function body d (fr after its locals:
+// groups local groups declaring locals locals, the groups from groupsEnd)
+// with its checks placed (place.go); if it splits a bulk instruction
+// (bulk.go), it gets an i32 local, after the others, for its length.
+func (w *rewriter) instrumentMemoryFunction(d int, fr *reader, groups uint32, groupsEnd int, locals uint64, fn []byte) []byte {
+	if d >= len(w.results) {
+		fail("more function bodies than functions")
+	}
+	l := uint64(w.params[d]) + locals
+	w.bulkLocal, w.usedBulk = uint32(l), false
+	localsEnd := fr.pos()
+	code := fr.b[localsEnd:]
+	w.place.placeFunction(code, w.results[d])
+	if w.usedBulk && (l >= 1<<32-1 || groups == 1<<32-1) {
+		fail("too many locals")
+	}
+	w.body = w.place.emit(code, w.body[:0])
+	fn = appendLocals(fn, fr.b, groups, groupsEnd, localsEnd, w.usedBulk, false)
+	return append(fn, w.body...)
+}
+
+// appendLocals appends a function's local declarations (b[:localsEnd],
+// groups groups from groupsEnd) with an i32 local after them if bulk, and
+// a second if saved.
+func appendLocals(fn, b []byte, groups uint32, groupsEnd, localsEnd int, bulk, saved bool) []byte {
+	if !bulk && !saved {
+		return append(fn, b[:localsEnd]...)
+	}
+	k := byte(1)
+	if saved {
+		k = 2 // the first is the bulk local, used or not
+	}
+	fn = wasmbin.AppendUint64(fn, uint64(groups)+1)
+	fn = append(fn, b[groupsEnd:localsEnd]...)
+	return append(fn, k, wasmbin.ValueTypeI32) // (local i32) or (local i32 i32)
 }

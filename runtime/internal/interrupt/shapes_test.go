@@ -60,6 +60,11 @@ type shapeModule struct {
 	extra  string // a note for the test's log
 	tail   bool   // uses return_call (wazero needs the tail-call feature)
 	rounds int    // the iterations run(n) is tested with
+	// passive: a passive data segment (with a data count section), for
+	// memory.init.
+	passive []byte
+	// maxPages: the memory's maximum (0: none).
+	maxPages int
 }
 
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
@@ -162,7 +167,9 @@ func (m shapeModule) bytes() []byte {
 	if m.table != nil {
 		secs = append(secs, sec(4, cat([]byte{1, 0x70, 0x00}, u(uint64(len(m.table))))...))
 	}
-	if m.pages > 0 {
+	if m.maxPages > 0 {
+		secs = append(secs, sec(5, cat([]byte{1, 0x01}, u(uint64(m.pages)), u(uint64(m.maxPages)))...))
+	} else if m.pages > 0 {
 		secs = append(secs, sec(5, cat([]byte{1, 0x00}, u(uint64(m.pages)))...))
 	}
 	secs = append(secs, sec(6, 2, 0x7e, 0x01, 0x42, 1, 0x0b, 0x7e, 0x01, 0x42, 3, 0x0b))
@@ -174,6 +181,9 @@ func (m shapeModule) bytes() []byte {
 		}
 		secs = append(secs, sec(9, el...))
 	}
+	if m.passive != nil {
+		secs = append(secs, sec(12, 1))
+	}
 	code := u(uint64(len(funcs)))
 	for _, f := range funcs {
 		body := cat(f.locals, f.code, opEnd)
@@ -181,6 +191,9 @@ func (m shapeModule) bytes() []byte {
 		code = append(code, body...)
 	}
 	secs = append(secs, sec(10, code...))
+	if m.passive != nil {
+		secs = append(secs, sec(11, cat([]byte{1, 1}, u(uint64(len(m.passive))), m.passive)...))
+	}
 	return mod(secs...)
 }
 
@@ -247,6 +260,25 @@ func shapes(depth, div int) map[string]shapeModule {
 		// 32 fills of 4 MiB without a loop header between them.
 		"bulk": {funcs: []wfunc{runFunc(repeat(32,
 			i32c(0), localGet(lN), i32c(4<<20), []byte{0xfc, 11, 0}))}, pages: 64, rounds: 2},
+		// One bulk instruction an iteration, each of many MiB: run in
+		// pieces (bulk.go). A fill of 256 MiB; a copy of 128 MiB; a
+		// memory.init of a segment of 31 MiB (a module's data may total
+		// 32 MiB); a memory grown from one page to 256 MiB and filled
+		// once, every page touched for the first time (a page fault
+		// each), after 2^20 iterations of 30 multiplications in spin
+		// (~100 ms, so that the test's collections meet the fill) and in
+		// run's last iteration.
+		"fill-256MiB": {funcs: []wfunc{runFunc(cat(
+			i32c(0), localGet(lN), i32c(256<<20), []byte{0xfc, 11, 0}))}, pages: 4096, rounds: 2},
+		"copy-128MiB": {funcs: []wfunc{runFunc(cat(
+			i32c(128<<20), i32c(0), i32c(128<<20), []byte{0xfc, 10, 0, 0}))}, pages: 4096, rounds: 2},
+		"init-31MiB": {funcs: []wfunc{runFunc(cat(
+			i32c(0), i32c(0), i32c(31<<20), []byte{0xfc, 8, 0, 0}))}, pages: 496, passive: bytes.Repeat([]byte{0xa5}, 31<<20), rounds: 2},
+		"grow-fill-256MiB": {funcs: []wfunc{runFunc(cat(
+			chain(lAcc, lM, 30),
+			localGet(lN), i32c(1), []byte{0x46}, localGet(lN), i32c(-1<<20-1), []byte{0x46, 0x72}, opIf, // i32.eq; i32.or
+			i32c(4095), []byte{0x40, 0}, i32c(-1), []byte{0x47}, opIf, // memory.grow; i32.ne
+			i32c(0), i32c(1), i32c(256<<20), []byte{0xfc, 11, 0}, opEnd, opEnd))}, pages: 1, maxPages: 4096, rounds: 2},
 	}
 	return out
 }

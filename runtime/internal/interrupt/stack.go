@@ -37,6 +37,10 @@ import (
 // any call (regsOnly). Inside a try block, where a plain call's exceptions
 // would be caught and a tail call's not, such a tail call is refused.
 //
+// The call of a bulk helper (bulk.go) is not counted: a helper calls
+// nothing but the yield, as a check does, and its frame (about 300 bytes)
+// is pushed once above its caller's, counted or not.
+//
 // A call that does not return normally (a trap, this check's included; a
 // stop: the host panics out of the yield function; a host function's
 // panic) leaves the counter lower than the stack is: the host discards the
@@ -303,7 +307,9 @@ func (p *placer) decide() {
 func (p *placer) sizeFrame(code []byte) {
 	checks := uint64(0)
 	for _, e := range p.edits {
-		if e.kind == editCheck || e.kind == editBulk || (e.kind == editWrapClose && e.flag) {
+		// A split's inline test (bulk.go) defines as many values as a
+		// check.
+		if e.kind == editCheck || e.kind == editBulk || (e.kind == editWrapClose && e.flag) || e.kind == editSplit {
 			checks++
 		}
 	}

@@ -712,3 +712,54 @@ func TestStackFrameEstimate(t *testing.T) {
 		t.Run(name, func(t *testing.T) { check(t, watModule(t, "(module "+shapes[name]+")")) })
 	}
 }
+
+// TestStackFrameEstimateBulk: a counted function whose bulk memory
+// instructions are split (bulk.go) calls their helpers, which makes wazero
+// keep its values across those calls: the estimate is still over the frame
+// wazero gives the instrumented function, with ten locals reassigned
+// between 300 copies and fills (as "reassigned between calls" does between
+// calls); and a helper's own frame, which the counter does not take
+// (stack.go), is small.
+func TestStackFrameEstimateBulk(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`(memory 1) (func $f (export "run") (param i32) (result i64) (local i64 i64 i64 i64 i64 i64 i64 i64 i64 i64)` + "\n")
+	for i := range 300 {
+		for j := 1; j <= 10; j++ {
+			fmt.Fprintf(&b, "(local.set %d (i64.mul (local.get %d) (local.get %d)))\n", j, j, j%10+1)
+		}
+		if i%2 == 0 {
+			b.WriteString("(memory.copy (i32.const 0) (i32.const 8) (i32.wrap_i64 (local.get 1)))\n")
+		} else {
+			b.WriteString("(memory.fill (i32.const 0) (i32.wrap_i64 (local.get 2)) (i32.wrap_i64 (local.get 3)))\n")
+		}
+	}
+	b.WriteString(`(if (result i64) (i32.eqz (local.get 0)) (then (i64.const 0)) (else (call $f (i32.sub (local.get 0) (i32.const 1)))))`)
+	for j := 1; j <= 10; j++ {
+		fmt.Fprintf(&b, " (local.get %d) i64.add", j)
+	}
+	wasm := watModule(t, "(module "+b.String()+"))")
+	out, rep, err := instrumentWith(wasm, FlagBudget, options{budget: Budget, stack: StackLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := helperCount(t, wasm, out); n != 2 {
+		t.Fatalf("%d helpers, want 2", n)
+	}
+	real := wazeroFrames(t, out) // the defined functions, then the helpers
+	if len(real) != len(rep.frames)+2 {
+		t.Fatalf("%d compiled functions, want %d", len(real), len(rep.frames)+2)
+	}
+	for i, e := range rep.frames {
+		if used := real[i] - 16; e < 0 || int(e) < used {
+			t.Errorf("function %d: estimate %d, wazero's frame of the instrumented function %d", i, e, used)
+		} else {
+			t.Logf("function %d: estimate %d, wazero's frame %d (%.1f times)", i, e, used, float64(e)/float64(used))
+		}
+	}
+	for _, f := range real[len(rep.frames):] {
+		if f > 1024 { // 304 and 336 bytes with wazero v1.12.0
+			t.Errorf("a helper's frame is %d bytes", f)
+		}
+		t.Logf("helper frame %d bytes", f)
+	}
+}
