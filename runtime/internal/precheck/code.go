@@ -2,6 +2,8 @@ package precheck
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
@@ -16,6 +18,8 @@ func (c *checker) code(s *wasmbin.Section, r *wasmbin.Reader) error {
 		return malformed(s.Offset, "the code section has %d bodies for %d functions", n, c.nFuncs)
 	}
 	var in wasmbin.Instruction
+	c.flow.acquire()
+	defer c.flow.release()
 	for i := uint32(0); i < n; i++ {
 		typ, _ := c.funcs.U32() // checked by functions
 		fc, err := r.ReadCode()
@@ -50,6 +54,22 @@ const exitUnits = 8
 // wazero far less (measured: 8 targets cost it less than one block).
 const brTableTargetsPerUnit = 8
 
+// The locals work (flow.go) counts the checks the interrupt
+// instrumentation may add, each a join of two predecessors: one in every
+// loop header and after every bulk instruction, at most one for every
+// checkInstructions instructions (a check falls due after 2,048 units of
+// work, and no instruction that is not control flow weighs more than 16),
+// one before each call (a call needs one when the work since the last
+// passed 384 units: at least callInstructions instructions), and
+// checksPerFunction (the entry's and the exit's). compilerLocals: the
+// values wazero's compiler keeps as locals of its own.
+const (
+	checkInstructions = 128
+	callInstructions  = 16
+	checksPerFunction = 2
+	compilerLocals    = 2
+)
+
 // body checks one function body: its size and locals before it reads an
 // instruction, then its instructions, one pass, counting.
 func (c *checker) body(fn, typ uint32, fc *wasmbin.Code, in *wasmbin.Instruction) error {
@@ -70,6 +90,10 @@ func (c *checker) body(fn, typ uint32, fc *wasmbin.Code, in *wasmbin.Instruction
 	w := fc.Walker()
 	w.MaxBrTableTargets = uint32(min(l.MaxBrTableTargets, 1<<32-1))
 	maxDepth, loops, insts, units := 1, 0, 0, 0
+	arity := c.typeResults[typ] // values a block takes or leaves; the function's results
+	calls, accesses, bulk0 := 0, 0, c.bulk
+	flow := &c.flow
+	flow.reset()
 	for {
 		ok, err := w.Next(in)
 		if bt, isBT := err.(*wasmbin.BrTableTooLarge); isBT {
@@ -83,9 +107,24 @@ func (c *checker) body(fn, typ uint32, fc *wasmbin.Code, in *wasmbin.Instruction
 			break
 		}
 		insts++
+		if op := in.Opcode; op >= wasmbin.OpcodeI32Load && op <= wasmbin.OpcodeI64Store32 ||
+			op == wasmbin.OpcodeTableGet || op == wasmbin.OpcodeTableSet {
+			accesses++
+		}
+		if op := in.Opcode; op <= wasmbin.OpcodeLocalGet || op == wasmbin.OpcodeBrOnNull || op == wasmbin.OpcodeBrOnNonNull {
+			flow.step(in) // control and local.get: the rest changes no block
+		}
 		switch in.Opcode {
 		case wasmbin.OpcodeBlock, wasmbin.OpcodeLoop, wasmbin.OpcodeIf, wasmbin.OpcodeTry, wasmbin.OpcodeTryTable:
 			units++
+			switch bt := in.BlockType; bt.Kind {
+			case wasmbin.BlockValue:
+				arity = max(arity, 1)
+			case wasmbin.BlockTypeIndex:
+				if bt.Index < uint32(len(c.typeParams)) { // else invalid: the engines refuse it
+					arity = max(arity, c.typeParams[bt.Index], c.typeResults[bt.Index])
+				}
+			}
 			if d := w.Depth(); d > maxDepth {
 				maxDepth = d
 				if d > l.MaxNesting {
@@ -113,10 +152,28 @@ func (c *checker) body(fn, typ uint32, fc *wasmbin.Code, in *wasmbin.Instruction
 			t := int(in.Count) + 1
 			units += 1 + t/brTableTargetsPerUnit // t is within MaxBrTableTargets: the walker checks
 			st.MaxBrTableTargets = max(st.MaxBrTableTargets, t)
+		case wasmbin.OpcodeCall, wasmbin.OpcodeReturnCall:
+			calls++
+			continue
 		case wasmbin.OpcodeCallIndirect, wasmbin.OpcodeReturnCallIndirect, wasmbin.OpcodeCallRef, wasmbin.OpcodeReturnCallRef,
 			0x6d, 0x6e, 0x6f, 0x70, 0x7f, 0x80, 0x81, 0x82, // i32 and i64 div_s, div_u, rem_s, rem_u
 			0xa8, 0xa9, 0xaa, 0xab, 0xae, 0xaf, 0xb0, 0xb1: // trapping float-to-int truncations
 			units++ // trap checks: wazero gives each branches of its own
+			if in.Opcode == wasmbin.OpcodeCallIndirect || in.Opcode == wasmbin.OpcodeReturnCallIndirect ||
+				in.Opcode == wasmbin.OpcodeCallRef || in.Opcode == wasmbin.OpcodeReturnCallRef {
+				calls++
+			}
+		case wasmbin.OpcodePrefixVec:
+			if sub := in.Sub; sub <= wasmbin.VecV128Store || sub == wasmbin.VecV128Load32Zero || sub == wasmbin.VecV128Load64Zero ||
+				sub >= wasmbin.VecV128Load8Lane && sub <= wasmbin.VecV128Store64Lane {
+				accesses++
+			}
+			continue
+		case wasmbin.OpcodePrefixAtomic:
+			if in.Sub != wasmbin.AtomicFence {
+				accesses++
+			}
+			continue
 		case wasmbin.OpcodeMemoryGrow:
 			units += exitUnits
 			c.bulk++
@@ -163,5 +220,56 @@ func (c *checker) body(fn, typ uint32, fc *wasmbin.Code, in *wasmbin.Instruction
 			fmt.Sprintf("brings the control-flow units over the module to %d", c.flowTotal))
 	}
 	st.FlowUnits = int(c.flowTotal)
+
+	if accesses > l.MaxMemoryAccesses {
+		return exceed("MaxMemoryAccesses", uint64(accesses), l.MaxMemoryAccesses, fc.Offset, where(fn, fc),
+			fmt.Sprintf("has %d memory and table accesses", accesses))
+	}
+	c.accesses += uint64(accesses)
+	if c.accesses > uint64(l.MaxModuleMemoryAccesses) {
+		return exceed("MaxModuleMemoryAccesses", c.accesses, l.MaxModuleMemoryAccesses, fc.Offset, where(fn, fc),
+			fmt.Sprintf("brings the memory and table accesses over the module to %d", c.accesses))
+	}
+	st.MaxMemoryAccesses = max(st.MaxMemoryAccesses, accesses)
+	st.MemoryAccesses = int(c.accesses)
+
+	// The locals work (flow.go); the instrumentation's checks add joins of
+	// two predecessors each.
+	values := locals + uint64(arity) + compilerLocals
+	checks := uint64(insts/checkInstructions+min(calls, insts/callInstructions)+loops+checksPerFunction) + (c.bulk - bulk0)
+	preds := flow.preds + 2*checks
+	lw := satAdd(mulSat(mulSat(values, values), preds), mulSat(values, flow.walks), flow.reads)
+	if lw > uint64(l.MaxLocalsWork) {
+		return exceed("MaxLocalsWork", lw, l.MaxLocalsWork, fc.Offset, where(fn, fc),
+			fmt.Sprintf("has %d values (locals and block arity), %d join predecessors, %d walks and %d read walks: locals work %d", values, preds, flow.walks, flow.reads, lw))
+	}
+	c.localWork = satAdd(c.localWork, lw)
+	if c.localWork > uint64(l.MaxModuleLocalsWork) {
+		return exceed("MaxModuleLocalsWork", c.localWork, l.MaxModuleLocalsWork, fc.Offset, where(fn, fc),
+			fmt.Sprintf("brings the locals work over the module to %d", c.localWork))
+	}
+	st.MaxLocalsWork = max(st.MaxLocalsWork, int(min(lw, math.MaxInt)))
+	st.LocalsWork = int(min(c.localWork, math.MaxInt))
 	return nil
+}
+
+// satAdd is the sum, or math.MaxUint64 when that overflows.
+func satAdd(vs ...uint64) uint64 {
+	var sum uint64
+	for _, v := range vs {
+		var carry uint64
+		if sum, carry = bits.Add64(sum, v, 0); carry != 0 {
+			return math.MaxUint64
+		}
+	}
+	return sum
+}
+
+// mulSat is a*b, or math.MaxUint64 when that overflows (Measure has no
+// limits: 4 G locals).
+func mulSat(a, b uint64) uint64 {
+	if hi, lo := bits.Mul64(a, b); hi == 0 {
+		return lo
+	}
+	return math.MaxUint64
 }

@@ -155,6 +155,7 @@ func TestDefaultsOverRealGuests(t *testing.T) {
 		m.DataSegments = max(m.DataSegments, st.DataSegments)
 		m.DataBytes = max(m.DataBytes, st.DataBytes)
 		m.MaxTableMin = max(m.MaxTableMin, st.MaxTableMin)
+		m.TableEntries = max(m.TableEntries, st.TableEntries)
 		m.MaxFunctionBytes = max(m.MaxFunctionBytes, st.MaxFunctionBytes)
 		m.MaxLocals = max(m.MaxLocals, st.MaxLocals)
 		m.MaxNesting = max(m.MaxNesting, st.MaxNesting)
@@ -165,6 +166,10 @@ func TestDefaultsOverRealGuests(t *testing.T) {
 		m.FlowWork = max(m.FlowWork, st.FlowWork)
 		m.FlowUnits = max(m.FlowUnits, st.FlowUnits)
 		m.BulkInstructions = max(m.BulkInstructions, st.BulkInstructions)
+		m.MaxLocalsWork = max(m.MaxLocalsWork, st.MaxLocalsWork)
+		m.LocalsWork = max(m.LocalsWork, st.LocalsWork)
+		m.MemoryAccesses = max(m.MemoryAccesses, st.MemoryAccesses)
+		m.MaxMemoryAccesses = max(m.MaxMemoryAccesses, st.MaxMemoryAccesses)
 	}
 	d := DefaultLimits
 	for _, r := range []struct {
@@ -187,6 +192,7 @@ func TestDefaultsOverRealGuests(t *testing.T) {
 		{"MaxDataSegments", m.DataSegments, d.MaxDataSegments, 8},
 		{"MaxDataBytes", m.DataBytes, d.MaxDataBytes, 8},
 		{"MaxTableEntries", m.MaxTableMin, d.MaxTableEntries, 8},
+		{"MaxInitialTableEntries", m.TableEntries, d.MaxInitialTableEntries, 8},
 		{"MaxFunctionBytes", m.MaxFunctionBytes, d.MaxFunctionBytes, 8},
 		{"MaxLocals", m.MaxLocals, d.MaxLocals, 8},
 		{"MaxNesting", m.MaxNesting, d.MaxNesting, 8},
@@ -197,8 +203,12 @@ func TestDefaultsOverRealGuests(t *testing.T) {
 		{"MaxFlowWork", m.FlowWork, d.MaxFlowWork, 3},
 		{"MaxModuleFlowUnits", m.FlowUnits, d.MaxModuleFlowUnits, 3},
 		{"MaxBulkInstructions", m.BulkInstructions, d.MaxBulkInstructions, 8},
+		{"MaxLocalsWork", m.MaxLocalsWork, d.MaxLocalsWork, 8},
+		{"MaxModuleLocalsWork", m.LocalsWork, d.MaxModuleLocalsWork, 8},
+		{"MaxMemoryAccesses", m.MaxMemoryAccesses, d.MaxMemoryAccesses, 8},
+		{"MaxModuleMemoryAccesses", m.MemoryAccesses, d.MaxModuleMemoryAccesses, 3},
 	} {
-		t.Logf("%-20s largest real %12d  default %12d  (%.1fx)", r.name, r.real, r.def, float64(r.def)/float64(max(r.real, 1)))
+		t.Logf("%-23s largest real %12d  default %12d  (%.1fx)", r.name, r.real, r.def, float64(r.def)/float64(max(r.real, 1)))
 		if 2*r.def < r.minHeadroomX2*r.real {
 			t.Errorf("%s: default %d is less than %.1f times the real %d", r.name, r.def, float64(r.minHeadroomX2)/2, r.real)
 		}

@@ -125,6 +125,8 @@ func TestLimits(t *testing.T) {
 			value: 11, max: 10, where: "data segment 1 (at offset 0x%x)", off: func(t *testing.T, w []byte) int { return sectionOffset(t, w, wasmbin.SectionIDData) + 2 + 1 + 8 }, what: "brings the data to 11 bytes"},
 		{limit: "MaxTableEntries", l: Limits{MaxTableEntries: 5}, over: (&gen{tables: [][]byte{tbl(6)}}).bytes(), at: (&gen{tables: [][]byte{tbl(5)}}).bytes(),
 			value: 6, max: 5, where: "table 0 (at offset 0x%x)", off: func(t *testing.T, w []byte) int { return sectionOffset(t, w, wasmbin.SectionIDTable) + 3 }, what: "has an initial size of 6 entries"},
+		{limit: "MaxInitialTableEntries", l: Limits{MaxInitialTableEntries: 9}, over: (&gen{tables: [][]byte{tbl(5), tbl(5)}}).bytes(), at: (&gen{tables: [][]byte{tbl(5), tbl(4)}}).bytes(),
+			value: 10, max: 9, where: "table 1 (at offset 0x%x)", off: func(t *testing.T, w []byte) int { return sectionOffset(t, w, wasmbin.SectionIDTable) + 3 + 4 }, what: "brings the tables' initial sizes to 10 entries"},
 		{limit: "MaxFunctionBytes", l: Limits{MaxFunctionBytes: 10}, over: funcsModule(ret0(repeat([]byte{0x01}, 7))), at: funcsModule(ret0(repeat([]byte{0x01}, 6))),
 			value: 11, max: 10, where: "function 0 (body at offset 0x%x)", off: bodyOff(0), what: "has 11 bytes"},
 		{limit: "MaxLocals", l: Limits{MaxLocals: 10}, over: funcsModule(body([][2]uint64{{3, 0x7f}, {7, 0x7e}}, finish(nil))), at: funcsModule(body([][2]uint64{{3, 0x7f}, {6, 0x7e}}, finish(nil))),
@@ -148,6 +150,21 @@ func TestLimits(t *testing.T) {
 			over:  funcsModule(ret0(opLocalGet(0), opBrIf(0)), ret0(repeat(cat(opLocalGet(0), opBrIf(0)), 3))),
 			at:    funcsModule(ret0(opLocalGet(0), opBrIf(0)), ret0(repeat(cat(opLocalGet(0), opBrIf(0)), 2))),
 			value: 5 + 1, max: 5, where: "function 1 (body at offset 0x%x)", off: bodyOff(1), what: "brings the control-flow units over the module to 6"},
+		{limit: "MaxMemoryAccesses", l: Limits{MaxMemoryAccesses: 2},
+			over: funcsModule(ret0(loads(3))), at: funcsModule(ret0(loads(2))),
+			value: 3, max: 2, where: "function 0 (body at offset 0x%x)", off: bodyOff(0), what: "has 3 memory and table accesses"},
+		{limit: "MaxModuleMemoryAccesses", l: Limits{MaxModuleMemoryAccesses: 3},
+			over: funcsModule(ret0(loads(2)), ret0(loads(2))), at: funcsModule(ret0(loads(2)), ret0(loads(1))),
+			value: 4, max: 3, where: "function 1 (body at offset 0x%x)", off: bodyOff(1), what: "brings the memory and table accesses over the module to 4"},
+		// (locals + the result + 2)² × (2 checks × 2 predecessors): 9² × 4 = 324, 10² × 4 = 400.
+		{limit: "MaxLocalsWork", l: Limits{MaxLocalsWork: 399},
+			over: funcsModule(body([][2]uint64{{6, 0x7f}}, finish(nil))), at: funcsModule(body([][2]uint64{{5, 0x7f}}, finish(nil))),
+			value: 400, max: 399, where: "function 0 (body at offset 0x%x)", off: bodyOff(0),
+			what: "has 10 values (locals and block arity), 4 join predecessors, 0 walks and 0 read walks: locals work 400"},
+		{limit: "MaxModuleLocalsWork", l: Limits{MaxModuleLocalsWork: 600},
+			over:  funcsModule(body([][2]uint64{{5, 0x7f}}, finish(nil)), body([][2]uint64{{5, 0x7e}}, finish(nil))),
+			at:    funcsModule(body([][2]uint64{{5, 0x7f}}, finish(nil)), body([][2]uint64{{4, 0x7e}}, finish(nil))),
+			value: 648, max: 600, where: "function 1 (body at offset 0x%x)", off: bodyOff(1), what: "brings the locals work over the module to 648"},
 	} {
 		t.Run(c.limit, func(t *testing.T) {
 			if _, err := Check(c.at, c.l); err != nil {
@@ -190,6 +207,9 @@ func TestLimits(t *testing.T) {
 func bulkFill(n int) []byte {
 	return repeat(cat(opI32Const(0), opI32Const(0), opI32Const(0), []byte{0xfc, 0x0b, 0x00}), n)
 }
+
+// loads is n loads of the word at address 0, dropped.
+func loads(n int) []byte { return repeat(cat(opI32Const(0), []byte{0x28, 0x02, 0x00, 0x1a}), n) }
 
 func opNops(n int) []byte { return repeat([]byte{0x01}, n) }
 

@@ -41,6 +41,7 @@ type Stats struct {
 	DataSegments      int
 	DataBytes         int
 	MaxTableMin       int // the largest initial table size
+	TableEntries      int // the tables' initial sizes summed
 	MaxFunctionBytes  int
 	MaxLocals         int
 	MaxNesting        int
@@ -51,6 +52,10 @@ type Stats struct {
 	FlowWork          int // the sum over the functions of their units squared
 	BulkInstructions  int // bulk memory and table instructions and memory.grow over the module
 	FlowUnits         int // control-flow units over the module
+	MaxLocalsWork     int // the most locals work (see Limits.MaxLocalsWork) in one function
+	LocalsWork        int // locals work over the module
+	MaxMemoryAccesses int // the most loads, stores, table.get and table.set in one function
+	MemoryAccesses    int // loads, stores, table.get and table.set over the module
 	TablesRewritten   int // tables with no maximum (Check: or one above MaxTableEntries), which Check gives one
 }
 
@@ -83,10 +88,12 @@ var unlimited = Limits{
 	MaxModuleBytes: math.MaxInt, MaxTypes: math.MaxInt, MaxTypeParams: math.MaxInt, MaxTypeResults: math.MaxInt,
 	MaxImports: math.MaxInt, MaxFunctions: math.MaxInt, MaxTables: math.MaxInt, MaxTags: math.MaxInt,
 	MaxGlobals: math.MaxInt, MaxExports: math.MaxInt, MaxElementSegments: math.MaxInt, MaxElements: math.MaxInt,
-	MaxDataSegments: math.MaxInt, MaxDataBytes: math.MaxInt, MaxTableEntries: math.MaxInt,
+	MaxDataSegments: math.MaxInt, MaxDataBytes: math.MaxInt, MaxTableEntries: math.MaxInt, MaxInitialTableEntries: math.MaxInt,
 	MaxFunctionBytes: math.MaxInt, MaxLocals: math.MaxInt, MaxNesting: math.MaxInt,
 	MaxBrTableTargets: math.MaxInt, MaxLoops: math.MaxInt, MaxInstructions: math.MaxInt,
 	MaxFlowUnits: math.MaxInt, MaxFlowWork: math.MaxInt, MaxBulkInstructions: math.MaxInt, MaxModuleFlowUnits: math.MaxInt,
+	MaxLocalsWork: math.MaxInt, MaxModuleLocalsWork: math.MaxInt, MaxMemoryAccesses: math.MaxInt,
+	MaxModuleMemoryAccesses: math.MaxInt,
 }
 
 type checker struct {
@@ -94,8 +101,9 @@ type checker struct {
 	wasm []byte
 	st   Stats
 
-	// typeParams: each type's parameter count (at most MaxTypes).
-	typeParams []uint32
+	// typeParams, typeResults: each type's parameter and result counts
+	// (at most MaxTypes).
+	typeParams, typeResults []uint32
 	// funcs: the function section, read in step with the code section.
 	funcs     wasmbin.Reader
 	nFuncs    uint32
@@ -106,6 +114,9 @@ type checker struct {
 	flowWork  uint64
 	bulk      uint64 // bulk memory and table instructions, memory.grow
 	flowTotal uint64
+	localWork uint64 // locals work over the functions so far
+	accesses  uint64 // memory and table accesses over the functions so far
+	flow      flowModel
 
 	tableSec wasmbin.Section
 	rewrites []wasmbin.Limits // tables to give MaxTableEntries as maximum
@@ -214,6 +225,7 @@ func (c *checker) types(s *wasmbin.Section, r *wasmbin.Reader) error {
 	}
 	c.st.Types = int(n)
 	c.typeParams = make([]uint32, n)
+	c.typeResults = make([]uint32, n)
 	for i := range c.typeParams {
 		off := r.Offset()
 		ft, err := r.ReadFuncType()
@@ -230,6 +242,7 @@ func (c *checker) types(s *wasmbin.Section, r *wasmbin.Reader) error {
 		c.st.MaxTypeParams = max(c.st.MaxTypeParams, int(ft.Params))
 		c.st.MaxTypeResults = max(c.st.MaxTypeResults, int(ft.Results))
 		c.typeParams[i] = ft.Params
+		c.typeResults[i] = ft.Results
 	}
 	return nil
 }
@@ -318,6 +331,11 @@ func (c *checker) tables(s *wasmbin.Section, r *wasmbin.Reader) error {
 				fmt.Sprintf("has an initial size of %d entries", lim.Min))
 		}
 		c.st.MaxTableMin = max(c.st.MaxTableMin, int(lim.Min))
+		c.st.TableEntries += int(lim.Min) // each within MaxTableEntries, at most MaxTables of them
+		if c.st.TableEntries > c.l.MaxInitialTableEntries {
+			return exceed("MaxInitialTableEntries", uint64(c.st.TableEntries), c.l.MaxInitialTableEntries, t.Offset, where,
+				fmt.Sprintf("brings the tables' initial sizes to %d entries", c.st.TableEntries))
+		}
 		if !lim.HasMax() || lim.Max > uint64(c.l.MaxTableEntries) {
 			c.rewrites = append(c.rewrites, lim)
 			c.st.TablesRewritten++

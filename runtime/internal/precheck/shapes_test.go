@@ -226,3 +226,20 @@ func shapeTinyLoops(n int) []byte { return ret0(repeat(cat(opLoop, opEnd), n)) }
 func shapeDivs(n int) []byte {
 	return ret0(repeat(cat(opI32Const(0), opI32Const(0), []byte{0x6d, 0x1a}), n))
 }
+
+// shapeLoadChain: loads each from the address the previous one read
+// (local.get 0; i32.load ×24; drop, and with calls a call of function 0
+// on the last instead of the drop), which wazero cannot prove in bounds
+// and compiles each into a check and an exit of its own, padded to size.
+func shapeLoadChain(size int, calls bool) []byte {
+	end := []byte{0x1a}
+	if calls {
+		end = []byte{0x10, 0x00, 0x1a}
+	}
+	c := cat(opLocalGet(0), repeat([]byte{0x28, 0x02, 0x00}, 24), end)
+	var e []byte
+	for len(e)+len(c)+8 < size {
+		e = append(e, c...)
+	}
+	return body(nil, finish(fill(e, size-4)))
+}
