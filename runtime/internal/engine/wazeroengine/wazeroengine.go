@@ -47,6 +47,11 @@ type Engine struct {
 	// then held once.
 	mu     sync.Mutex
 	shared map[sharedKey]*sharedModule
+
+	// abandoned counts the compiles a Compile gave up on when its context
+	// ended (compileWithin), still finishing in the background; Close waits
+	// for them before it closes the cache they use.
+	abandoned sync.WaitGroup
 }
 
 // sharedKey is what a compiled module depends on: the bytes compiled, the
@@ -128,7 +133,10 @@ func (e *Engine) Instrumented() *instrumented.Cache { return e.instrumented }
 func (*Engine) Name() string { return "wazero" }
 
 // Close implements engine.Engine.
-func (e *Engine) Close(ctx context.Context) error { return e.cache.Close(ctx) }
+func (e *Engine) Close(ctx context.Context) error {
+	e.abandoned.Wait()
+	return e.cache.Close(ctx)
+}
 
 // Compile implements engine.Engine. Each module gets a wazero runtime of its
 // own, because the memory limit is a runtime setting; compiled code is
@@ -162,8 +170,9 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 		WithMemoryLimitPages(cfg.MemoryLimitPages).
 		WithCloseOnContextDone(false)
 	wr := wazero.NewRuntimeWithConfig(ctx, rc)
+	abandoned := false // wr belongs to a compile still running
 	defer func() {
-		if err != nil {
+		if err != nil && !abandoned {
 			_ = wr.Close(context.WithoutCancel(ctx))
 		}
 	}()
@@ -179,7 +188,8 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 		}
 	}
 	image := e.memoryImage(&wasm)
-	compiled, err := compileModule(experimental.WithCompilationWorkers(ctx, compilationWorkers()), wr, wasm)
+	var compiled wazero.CompiledModule
+	compiled, abandoned, err = e.compileWithin(ctx, wr, wasm)
 	if err != nil {
 		if image != nil {
 			_ = image.Close()
@@ -248,6 +258,42 @@ func (e *Engine) publish(ctx context.Context, sm *sharedModule) *sharedModule {
 // so there are at least two even on one CPU: a load whose deadline passes
 // stops within one function's compile, not after the whole module's.
 func compilationWorkers() int { return max(2, min(goruntime.GOMAXPROCS(0), 4)) }
+
+// compileWithin compiles wasm on wr and returns when the compile ends or,
+// sooner, when ctx does (abandoned): wazero's workers look at the context
+// only between functions, and one function within the precheck's limits
+// can take wazero a second or two (docs/SECURITY.md, "Loading a module"),
+// which a load past its deadline should not wait for. An abandoned compile
+// runs on in the background, each worker to the end of the function it is
+// in, then closes what it made and wr; Close waits for it.
+func (e *Engine) compileWithin(ctx context.Context, wr wazero.Runtime, wasm []byte) (_ wazero.CompiledModule, abandoned bool, _ error) {
+	type result struct {
+		compiled wazero.CompiledModule
+		err      error
+	}
+	done := make(chan result, 1)
+	e.abandoned.Add(1)
+	go func() {
+		c, err := compileModule(experimental.WithCompilationWorkers(ctx, compilationWorkers()), wr, wasm)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		e.abandoned.Done()
+		return r.compiled, false, r.err
+	case <-ctx.Done():
+		go func() {
+			defer e.abandoned.Done()
+			r := <-done
+			bg := context.WithoutCancel(ctx)
+			if r.compiled != nil {
+				_ = r.compiled.Close(bg)
+			}
+			_ = wr.Close(bg)
+		}()
+		return nil, true, ctx.Err()
+	}
+}
 
 // compileModule is wr.CompileModule for untrusted input: a panic in
 // wazero's decoder or validator (v1.12.0 has one, on a type index out of
