@@ -266,8 +266,8 @@ func prechecked(wasm []byte, limits precheck.Limits) ([]byte, error) {
 // stdout and stderr are added per instance by instantiate.
 func moduleConfig(granted abi.Capability) engine.InstanceConfig {
 	return engine.InstanceConfig{
-		Env:    []string{"GOGC=50"},
-		Clock:  granted.Has(abi.CapClock),
+		Env:   []string{"GOGC=50"},
+		Clock: granted.Has(abi.CapClock),
 	}
 }
 
