@@ -3,6 +3,7 @@ package wazeroengine
 import (
 	"bytes"
 	"context"
+	"math/rand"
 	"os"
 	"strings"
 	"testing"
@@ -54,7 +55,9 @@ func TestMemoryImage(t *testing.T) {
 		return m.(*module)
 	}
 	instantiate := func(m *module) engine.Instance {
-		inst, err := m.Instantiate(ctx, engine.InstanceConfig{})
+		// A fixed random stream each: the host's crypto/rand would make
+		// two Go runtimes initialise differently (map seeds), images or not.
+		inst, err := m.Instantiate(ctx, engine.InstanceConfig{Random: rand.New(rand.NewSource(1))})
 		if err != nil {
 			t.Fatal(err)
 		}
