@@ -93,7 +93,7 @@ func stdoutLoop() []byte {
 	return m.bytes()
 }
 
-func TestDeadlineSlack(t *testing.T) {
+func TestRealTimeDeadlineSlack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("each case runs a guest for a second")
 	}

@@ -9,13 +9,13 @@ import (
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
-// TestSpinningGuestAndGC measures how long a garbage collection of the host
+// TestRealTimeSpinningGuestAndGC measures how long a garbage collection of the host
 // waits while a guest computes without calling the host. On wasmtime the
 // guest runs inside a cgo call, which a stop-the-world does not wait for;
 // on wazero the instrumented guest yields to the Go scheduler every half
 // millisecond or so of work. Either way the collection finishes promptly
-// (TestDeadlineSlack holds harder guests to 100 ms).
-func TestSpinningGuestAndGC(t *testing.T) {
+// (TestRealTimeDeadlineSlack holds harder guests to 100 ms).
+func TestRealTimeSpinningGuestAndGC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spins a guest for a second")
 	}

@@ -79,14 +79,14 @@ func costliestModule(t *testing.T) []byte {
 	return wasm
 }
 
-// TestLoadOfCostliestModuleReturnsAtDeadline: the costliest module within
+// TestRealTimeLoadOfCostliestModuleReturnsAtDeadline: the costliest module within
 // the limits takes the engines many seconds to compile; a Load of it with
 // a 2 s deadline fails with ErrLoadTimeout within half a second of the
 // deadline. wazero stops its compilation workers only between functions:
 // the Load returns without waiting for them (wazeroengine's compileWithin),
 // and each finishes its function in the background; wasmtime's compiler
 // process is killed.
-func TestLoadOfCostliestModuleReturnsAtDeadline(t *testing.T) {
+func TestRealTimeLoadOfCostliestModuleReturnsAtDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles for seconds")
 	}

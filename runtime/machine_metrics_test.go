@@ -203,7 +203,7 @@ func largestMetricsResult(t testing.TB) string {
 // comparator used to rebuild both series' label keys on every comparison:
 // 1.1-1.4 s of host CPU, accepted 4.3-8.8 s into a call with a 1 s
 // deadline on a loaded machine.
-func TestLargestMetricsResultWithinTheDeadline(t *testing.T) {
+func TestRealTimeLargestMetricsResultWithinTheDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time: a call with a 1 s deadline")
 	}
@@ -235,7 +235,7 @@ func TestLargestMetricsResultWithinTheDeadline(t *testing.T) {
 
 // A result that arrives just before the deadline does not make the call
 // end seconds after it: the host's own steps stop at the deadline.
-func TestMetricsResultAtTheDeadline(t *testing.T) {
+func TestRealTimeMetricsResultAtTheDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time: a call with a 1 s deadline")
 	}

@@ -1145,21 +1145,21 @@ func TestBudgetStopsLoop(t *testing.T) {
 	}
 }
 
-// TestBudgetGCDoesNotHang: a garbage collection started while the guest
+// TestRealTimeBudgetGCDoesNotHang: a garbage collection started while the guest
 // spins completes, because the guest yields to Go (a safe point) every
 // Budget units. Before FlagBudget, stop-the-world waited for the spinning
 // goroutine forever, and the goroutine that would have stopped it was
 // stopped too. Nothing inside a hung process can report the hang (every
 // goroutine, timers included, is stopped), so the test runs in a child
 // process that the parent kills after 10s.
-func TestBudgetGCDoesNotHang(t *testing.T) {
+func TestRealTimeBudgetGCDoesNotHang(t *testing.T) {
 	if os.Getenv("WASMPROV_INTERRUPT_GC_CHILD") == "1" {
 		budgetGCChild(t)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestBudgetGCDoesNotHang$", "-test.v", "-test.count=1")
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestRealTimeBudgetGCDoesNotHang$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), "WASMPROV_INTERRUPT_GC_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {

@@ -179,13 +179,13 @@ func TestShapesChecksBounded(t *testing.T) {
 	}
 }
 
-// TestShapesGCAndInterrupt: while a shape's spin runs in wazero (FlagBudget,
+// TestRealTimeShapesGCAndInterrupt: while a shape's spin runs in wazero (FlagBudget,
 // the real budget), a garbage collection of the host completes within
 // 100 ms, and setting the stop flag (the yield function then panics) a
 // second in ends the call within 100 ms. In a child process, which the
 // parent kills after a minute: a collection waiting for a guest that never
 // yields stops every goroutine of the process, the test's timers included.
-func TestShapesGCAndInterrupt(t *testing.T) {
+func TestRealTimeShapesGCAndInterrupt(t *testing.T) {
 	if os.Getenv("WASMPROV_INTERRUPT_SHAPES_CHILD") == "1" {
 		shapesGCChild(t)
 		return
@@ -195,7 +195,7 @@ func TestShapesGCAndInterrupt(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestShapesGCAndInterrupt$", "-test.v", "-test.count=1")
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestRealTimeShapesGCAndInterrupt$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), "WASMPROV_INTERRUPT_SHAPES_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	for _, l := range strings.Split(string(out), "\n") {

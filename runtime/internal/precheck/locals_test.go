@@ -15,7 +15,7 @@ import (
 // minutes). It is refused by MaxLocalsWork, promptly; the most locals the
 // same body may have pass, one more is refused, and a module of such
 // functions passes up to MaxModuleLocalsWork.
-func TestLocalsBomb(t *testing.T) {
+func TestRealTimeLocalsBomb(t *testing.T) {
 	const size = 250 << 10
 	bomb := funcsModule(shapeLocalsArith(9_999, size))
 	start := time.Now()

@@ -100,13 +100,13 @@ func loopInstance(t testing.TB, te testEngine, clock bool) engine.Instance {
 	return inst
 }
 
-// TestInterruptEndsLongHostCalls: a call that sleeps an hour in
+// TestRealTimeInterruptEndsLongHostCalls: a call that sleeps an hour in
 // poll_oneoff (clock granted), or loops over expensive host calls — 4 MiB
 // copied per wasmprov_v1 call, 64 MiB of random_get, fd_write of 8 million
 // iovecs — is interrupted at 1 s and returns within 1.1 s, on every engine,
 // whether the interrupt comes from Interrupt (the runtime's call timeout)
 // or, for the sleep, from the call's context alone.
-func TestInterruptEndsLongHostCalls(t *testing.T) {
+func TestRealTimeInterruptEndsLongHostCalls(t *testing.T) {
 	const at, limit = time.Second, 1100 * time.Millisecond
 	cases := []struct {
 		name    string
@@ -162,11 +162,11 @@ func TestInterruptEndsLongHostCalls(t *testing.T) {
 	}
 }
 
-// TestContextEndsStartFunction: a start section that loops over host
+// TestRealTimeContextEndsStartFunction: a start section that loops over host
 // calls (or, on wazero, over anything: it yields) cannot be interrupted by
 // the runtime, which has no instance yet; the end of Instantiate's context
 // stops it.
-func TestContextEndsStartFunction(t *testing.T) {
+func TestRealTimeContextEndsStartFunction(t *testing.T) {
 	p := func(t ...byte) []byte { return t }
 	for _, spin := range []struct {
 		name string

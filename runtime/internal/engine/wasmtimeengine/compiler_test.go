@@ -139,11 +139,11 @@ func TestPathologicalModuleTakesLong(t *testing.T) {
 	}
 }
 
-// TestCompilerKilledAtDeadline: a module that takes Cranelift many seconds
+// TestRealTimeCompilerKilledAtDeadline: a module that takes Cranelift many seconds
 // is compiled with a 2 s deadline; Compile returns the deadline's error in
 // time, and the compiler process is gone right after: nothing burns a core
 // or memory for a load that failed.
-func TestCompilerKilledAtDeadline(t *testing.T) {
+func TestRealTimeCompilerKilledAtDeadline(t *testing.T) {
 	wasm := pathological()
 	e, err := New("")
 	if err != nil {

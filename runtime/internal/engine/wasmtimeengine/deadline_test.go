@@ -26,12 +26,12 @@ func waitBuilds(t *testing.T, e *Engine) {
 	}
 }
 
-// TestCompileGivesUpAtDeadline: Compile returns the context's error at its
+// TestRealTimeCompileGivesUpAtDeadline: Compile returns the context's error at its
 // deadline; the compile is then stopped (its compiler process killed) or,
 // in process, where wasmtime cannot cancel it, finishes and its module,
 // compiled for no one, is released. A caller still waiting for the same
 // module gets it.
-func TestCompileGivesUpAtDeadline(t *testing.T) {
+func TestRealTimeCompileGivesUpAtDeadline(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		opts []Option

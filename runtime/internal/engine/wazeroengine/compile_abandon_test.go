@@ -42,11 +42,11 @@ func slowFunctionModule(locals, backs int) []byte {
 	return m
 }
 
-// TestCompileReturnsAtTheDeadline: a compile whose context ends while a
+// TestRealTimeCompileReturnsAtTheDeadline: a compile whose context ends while a
 // worker is inside one long function returns then, not when the function
 // is done; the abandoned compile finishes in the background and Close
 // waits for it.
-func TestCompileReturnsAtTheDeadline(t *testing.T) {
+func TestRealTimeCompileReturnsAtTheDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles a slow function")
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
-// TestCompileHonoursDeadline: a compile whose context expires stops within
+// TestRealTimeCompileHonoursDeadline: a compile whose context expires stops within
 // about one function's compile and returns the context's error, not an
 // invalid module; the same module compiles with time to spare.
-func TestCompileHonoursDeadline(t *testing.T) {
+func TestRealTimeCompileHonoursDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles a large module")
 	}
