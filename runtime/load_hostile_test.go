@@ -152,6 +152,13 @@ func TestHostileModulesAreRefusedPromptly(t *testing.T) {
 			m.extra = map[byte][]byte{5: vec([]byte{0x03, 0x01, 0x01})}
 			return m.bytes()
 		}, runtime.ErrInvalidModule, "shared"},
+		{"ref.func executed in a loop (a function reference kept per execution on wazero)", func() []byte {
+			m := providerModule(0, nil)
+			self := uint32(len(m.imports) + len(m.funcs))
+			body := append([]byte{opLoop, opBlockEmpty, 0xd2}, uleb(uint64(self))...) // ref.func self
+			m.withFunc(genFunc{body: append(body, opDrop, opBr, 0, opEnd)})
+			return m.bytes()
+		}, runtime.ErrInvalidModule, "NoRefFuncInCode"},
 		{"a table of 10 M entries", func() []byte {
 			m := providerModule(0, nil)
 			m.extra = map[byte][]byte{4: vec(append([]byte{0x70, 0x00}, uleb(10_000_000)...))}

@@ -174,6 +174,9 @@ func (c *checker) body(fn, typ uint32, fc *wasmbin.Code, in *wasmbin.Instruction
 				accesses++
 			}
 			continue
+		case wasmbin.OpcodeRefFunc:
+			return refuse("NoRefFuncInCode", in.Offset, where(fn, fc),
+				fmt.Sprintf("has ref.func at offset 0x%x: on wazero every execution keeps a new function reference for the instance's life, outside the memory limit; reach functions through a table (call_indirect) instead", in.Offset))
 		case wasmbin.OpcodeMemoryGrow:
 			units += exitUnits
 			c.bulk++

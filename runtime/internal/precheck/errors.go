@@ -22,7 +22,7 @@ type Rejection struct {
 	// Limit is the name of the Limits field exceeded ("MaxLocals"), or
 	// for a refusal that is not a number, a name for the rule
 	// ("NoStartSection", "FunctionImportsOnly", "NoSharedMemory",
-	// "NoMemory64", "SingleMemory", "NoTable64").
+	// "NoMemory64", "SingleMemory", "NoTable64", "NoRefFuncInCode").
 	Limit string
 	// Value is what the module has, Max the limit (both 0 for a rule).
 	Value, Max uint64

@@ -205,7 +205,7 @@ func (l Limits) withDefaults() Limits {
 // when a rule is added or changed: a verdict cached under Key (package
 // instrumented keeps the modules that passed) must not outlive the rules it
 // was reached by.
-const rules = 1
+const rules = 2 // 2: NoRefFuncInCode
 
 // Key names the verdict of Check under l: two limits with the same Key
 // check every module alike. It covers every effective limit (the defaults

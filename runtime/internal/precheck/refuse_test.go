@@ -35,6 +35,11 @@ func TestRefusals(t *testing.T) {
 			(&gen{mems: [][]byte{{0x04, 0x01}}}).bytes()},
 		{"NoTable64", "module rejected: table 0 (at offset 0xb) has 64-bit indices (memory64's table64), which the host does not support (rule NoTable64)",
 			(&gen{tables: [][]byte{{0x70, 0x04, 0x01}}}).bytes()},
+		// ref.func executed keeps a function reference per execution on
+		// wazero (about 32 bytes: 321 MiB after 10 M), outside every
+		// memory limit; in a constant expression it runs once.
+		{"NoRefFuncInCode", "module rejected: function 0 (body at offset 0x2c) has ref.func at offset 0x30: on wazero every execution keeps a new function reference for the instance's life, outside the memory limit; reach functions through a table (call_indirect) instead (rule NoRefFuncInCode)",
+			funcsModule(body(nil, cat(opLoop, []byte{0xd2, 0x00, 0x1a, 0x0c, 0x00}, opEnd, opI32Const(0), opEnd)))},
 	} {
 		_, err := Check(c.wasm, Limits{})
 		var r *Rejection
