@@ -3,9 +3,9 @@ package pool
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -18,15 +18,15 @@ type counted struct {
 
 var errMake = errors.New("instantiate failed")
 
-func (c *counted) pool(max int) *Pool[item] {
-	return New(max, func(context.Context) (item, error) {
-		if c.fail.Load() {
-			return item{}, errMake
-		}
-		c.made.Add(1)
-		return item{&c.closed}, nil
-	})
+func (c *counted) newItem(context.Context) (item, error) {
+	if c.fail.Load() {
+		return item{}, errMake
+	}
+	c.made.Add(1)
+	return item{&c.closed}, nil
 }
+
+func (c *counted) pool(max int) *Pool[item] { return New(max, c.newItem) }
 
 func mustGet(t *testing.T, p *Pool[item]) item {
 	t.Helper()
@@ -38,44 +38,59 @@ func mustGet(t *testing.T, p *Pool[item]) item {
 }
 
 // At most Max items exist: with every one in use, Get waits until one is
-// back, then reuses it rather than making another.
+// back, then reuses it rather than making another. (In a synctest bubble:
+// synctest.Wait returns once the third Get is blocked, or has returned.)
 func TestCap(t *testing.T) {
-	var c counted
-	p := c.pool(2)
-	a, b := mustGet(t, p), mustGet(t, p)
-	got := make(chan item)
-	go func() { got <- mustGet(t, p) }()
-	select {
-	case <-got:
-		t.Fatal("a third Get returned while both items were in use")
-	case <-time.After(50 * time.Millisecond):
-	}
-	p.Put(context.Background(), a, true)
-	select {
-	case <-got:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting Get did not get the returned item")
-	}
-	p.Put(context.Background(), b, true)
-	if n := c.made.Load(); n != 2 {
-		t.Errorf("%d items made, want 2", n)
-	}
-	if s := p.Stats(); s.InUse.Load() != 1 || s.Live.Load() != 2 {
-		t.Errorf("in use %d, live %d; want 1, 2", s.InUse.Load(), s.Live.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var c counted
+		p := c.pool(2)
+		a, b := mustGet(t, p), mustGet(t, p)
+		got := make(chan item, 1)
+		go func() { got <- mustGet(t, p) }()
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("a third Get returned while both items were in use")
+		default:
+		}
+		p.Put(context.Background(), a, true)
+		synctest.Wait()
+		select {
+		case <-got:
+		default:
+			t.Fatal("the waiting Get did not get the returned item")
+		}
+		p.Put(context.Background(), b, true)
+		if n := c.made.Load(); n != 2 {
+			t.Errorf("%d items made, want 2", n)
+		}
+		if s := p.Stats(); s.InUse.Load() != 1 || s.Live.Load() != 2 {
+			t.Errorf("in use %d, live %d; want 1, 2", s.InUse.Load(), s.Live.Load())
+		}
+	})
 }
 
 // A Get waiting on a full pool gives up with its context's cause.
 func TestGetWaitsUntilItsContextEnds(t *testing.T) {
-	var c counted
-	p := c.pool(1)
-	mustGet(t, p)
-	cause := errors.New("the caller gave up")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	time.AfterFunc(20*time.Millisecond, func() { cancel(cause) })
-	if _, err := p.Get(ctx); !errors.Is(err, cause) {
-		t.Fatalf("Get = %v, want the context's cause", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var c counted
+		p := c.pool(1)
+		mustGet(t, p)
+		cause := errors.New("the caller gave up")
+		ctx, cancel := context.WithCancelCause(context.Background())
+		errs := make(chan error, 1)
+		go func() { _, err := p.Get(ctx); errs <- err }()
+		synctest.Wait() // the Get is waiting for the slot
+		select {
+		case err := <-errs:
+			t.Fatalf("Get on a full pool returned before its context ended: %v", err)
+		default:
+		}
+		cancel(cause)
+		if err := <-errs; !errors.Is(err, cause) {
+			t.Fatalf("Get = %v, want the context's cause", err)
+		}
+	})
 }
 
 // An unhealthy item is closed and counted, never handed out again; the
@@ -134,46 +149,52 @@ func TestNewItemErrorFreesTheSlot(t *testing.T) {
 // Close wakes every Get waiting for a slot with ErrClosed, and Drained
 // follows once the items in use are back.
 func TestCloseWakesWaitingCallers(t *testing.T) {
-	var c counted
-	p := c.pool(1)
-	inUse := mustGet(t, p)
-	const waiters = 4
-	errs := make(chan error, waiters)
-	var started sync.WaitGroup
-	for range waiters {
-		started.Add(1)
-		go func() {
-			started.Done()
-			_, err := p.Get(context.Background())
-			errs <- err
-		}()
-	}
-	started.Wait()
-	time.Sleep(20 * time.Millisecond) // the waiters are blocked on the slot by now
-	closeDone := make(chan error, 1)
-	go func() { closeDone <- p.Close(context.Background()) }()
-	for range waiters {
-		select {
-		case err := <-errs:
-			if !errors.Is(err, ErrClosed) {
+	synctest.Test(t, func(t *testing.T) {
+		var c counted
+		p := c.pool(1)
+		inUse := mustGet(t, p)
+		const waiters = 4
+		errs := make(chan error, waiters)
+		for range waiters {
+			go func() {
+				_, err := p.Get(context.Background())
+				errs <- err
+			}()
+		}
+		synctest.Wait() // every waiter is blocked on the slot
+		if n := len(errs); n != 0 {
+			t.Fatalf("%d Gets returned from a full pool", n)
+		}
+		closeDone := make(chan error, 1)
+		go func() { closeDone <- p.Close(context.Background()) }()
+		synctest.Wait()
+		if n := len(errs); n != waiters {
+			t.Fatalf("Close woke %d of the %d waiting Gets", n, waiters)
+		}
+		for range waiters {
+			if err := <-errs; !errors.Is(err, ErrClosed) {
 				t.Errorf("a waiting Get = %v, want ErrClosed", err)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("a waiting Get was not woken by Close")
 		}
-	}
-	p.Put(context.Background(), inUse, true)
-	select {
-	case err := <-closeDone:
-		if err != nil {
-			t.Fatal(err)
+		select {
+		case err := <-closeDone:
+			t.Fatalf("Close returned (%v) with an item in use", err)
+		default:
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not return after the last item came back")
-	}
-	if n := c.closed.Load(); n != 1 {
-		t.Errorf("%d items closed, want 1", n)
-	}
+		p.Put(context.Background(), inUse, true)
+		synctest.Wait()
+		select {
+		case err := <-closeDone:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatal("Close did not return after the last item came back")
+		}
+		if n := c.closed.Load(); n != 1 {
+			t.Errorf("%d items closed, want 1", n)
+		}
+	})
 }
 
 // Adopt never makes the pool hold more than Max items, idle ones included.

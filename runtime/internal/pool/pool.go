@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // ErrClosed is returned by Get after Close.
@@ -44,8 +46,9 @@ type Pool[T Item] struct {
 	// idleTimeout > 0: an item idle that long is closed (reap). reaper is
 	// armed while an item is idle and the pool open, and stopped by Close.
 	idleTimeout time.Duration
-	reaper      *time.Timer
-	reapCtx     context.Context // what reaped items are closed with
+	reaper      clock.Timer
+	reapCtx     context.Context            // what reaped items are closed with
+	clock       clock.WithDelayedExecution // what idle time is measured on
 }
 
 type idleItem[T Item] struct {
@@ -59,6 +62,7 @@ type Option func(*options)
 type options struct {
 	idleTimeout time.Duration
 	reapCtx     context.Context
+	clock       clock.WithDelayedExecution
 }
 
 // WithIdleTimeout closes an item once it has been idle for d, down to no
@@ -67,6 +71,14 @@ type options struct {
 // Close must not depend on a caller's context: none is waiting).
 func WithIdleTimeout(ctx context.Context, d time.Duration) Option {
 	return func(o *options) { o.idleTimeout, o.reapCtx = d, ctx }
+}
+
+// WithClock sets the clock the idle timeout is measured and timed on
+// (default clock.RealClock{}): a test passes a fake one
+// (k8s.io/utils/clock/testing) and reaps by stepping it. nil is the
+// default.
+func WithClock(c clock.WithDelayedExecution) Option {
+	return func(o *options) { o.clock = c }
 }
 
 // Stats counts what the pool did. Read it with Stats().
@@ -87,7 +99,11 @@ func New[T Item](max int, newItem func(context.Context) (T, error), opts ...Opti
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p := &Pool[T]{newItem: newItem, slots: make(chan struct{}, max), done: make(chan struct{}), drained: make(chan struct{})}
+	if o.clock == nil {
+		o.clock = clock.RealClock{}
+	}
+	p := &Pool[T]{newItem: newItem, slots: make(chan struct{}, max), done: make(chan struct{}), drained: make(chan struct{}),
+		clock: o.clock}
 	if o.idleTimeout > 0 {
 		p.idleTimeout, p.reapCtx = o.idleTimeout, o.reapCtx
 		if p.reapCtx == nil {
@@ -199,10 +215,18 @@ func (p *Pool[T]) pushIdleLocked(it T) {
 		p.idle = append(p.idle, idleItem[T]{it: it})
 		return
 	}
-	p.idle = append(p.idle, idleItem[T]{it: it, since: time.Now()})
+	p.idle = append(p.idle, idleItem[T]{it: it, since: p.clock.Now()})
 	if p.reaper == nil {
-		p.reaper = time.AfterFunc(p.idleTimeout, p.reap)
+		p.armReaperLocked(p.idleTimeout)
 	}
+}
+
+// armReaperLocked makes reap run in d. The reap runs on a goroutine of
+// its own whatever the clock: RealClock's AfterFunc calls f on one, but a
+// fake clock calls it from the Step that fired it, with the clock's lock
+// held, and reap reads the clock. p.mu is held.
+func (p *Pool[T]) armReaperLocked(d time.Duration) {
+	p.reaper = p.clock.AfterFunc(d, func() { go p.reap() })
 }
 
 // reap closes the items idle for the idle timeout or longer, oldest
@@ -221,7 +245,7 @@ func (p *Pool[T]) reap() {
 			p.mu.Lock()
 			p.reaper = nil
 			if len(p.idle) > 0 && !p.closed {
-				p.reaper = time.AfterFunc(p.idleTimeout, p.reap)
+				p.armReaperLocked(p.idleTimeout)
 			}
 			p.mu.Unlock()
 			return
@@ -233,8 +257,8 @@ func (p *Pool[T]) reap() {
 			p.release()
 			return
 		}
-		if wait := p.idleTimeout - time.Since(p.idle[0].since); wait > 0 {
-			p.reaper = time.AfterFunc(wait, p.reap)
+		if wait := p.idleTimeout - p.clock.Since(p.idle[0].since); wait > 0 {
+			p.armReaperLocked(wait)
 			p.mu.Unlock()
 			p.release()
 			return
