@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/oci"
+	"k8s.io/utils/clock"
 	orasreg "oras.land/oras-go/v2/registry"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -308,16 +308,15 @@ func (r *Registry) pinImages(e *entry, store *oci.Store, extra ...digest.Digest)
 // WithImagePollInterval until the watch ends: a tag with PullAlways is
 // resolved again, and an entry whose last pull failed is tried again.
 // Unchanged content is a no-op (sync compares content keys).
-func (wt *watcher) pollImages() {
+func (wt *watcher) pollImages(t clock.Ticker) {
 	r := wt.r
 	defer r.wg.Done()
-	t := time.NewTicker(r.cfg.imagePoll)
 	defer t.Stop()
 	for {
 		select {
 		case <-wt.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		r.mu.Lock()
 		var es []*entry

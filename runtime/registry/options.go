@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/runtime/oci"
+	"k8s.io/utils/clock"
 )
 
 // Option configures New.
@@ -21,6 +22,7 @@ type config struct {
 	dirPoll       time.Duration
 	readFile      func(string) ([]byte, error) // a seam for tests (export_test.go)
 	prewarmToLoad bool
+	clock         clock.WithTickerAndDelayedExecution
 
 	oci              *oci.Client
 	verifier         Verifier
@@ -37,6 +39,7 @@ func defaultConfig() config {
 		dirPoll:       time.Second,
 		readFile:      os.ReadFile,
 		prewarmToLoad: true,
+		clock:         clock.RealClock{},
 
 		imagePoll:        time.Minute,
 		imagePullTimeout: 5 * time.Minute,
@@ -110,6 +113,21 @@ func WithImagePullTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
 			c.imagePullTimeout = d
+		}
+	}
+}
+
+// WithClock sets the clock the registry's own timers run on (default
+// clock.RealClock{}): the watch's debounce (WithDebounce), the poll for a
+// watched directory that disappeared (WithDirPollInterval) and the image
+// poll (WithImagePollInterval). A test passes a fake clock
+// (k8s.io/utils/clock/testing) and steps it instead of waiting. Deadlines
+// (smoke call, drain, pulls) and the times in Events and Status stay on
+// the wall clock. nil keeps the default.
+func WithClock(c clock.WithTickerAndDelayedExecution) Option {
+	return func(cfg *config) {
+		if c != nil {
+			cfg.clock = c
 		}
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/wasmprov/wasmprov/runtime"
+	"k8s.io/utils/clock"
 )
 
 // Watch watches the directories given to LoadDir, before Watch or after
@@ -57,14 +57,16 @@ func (r *Registry) Watch(ctx context.Context) error {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	wt := &watcher{r: r, w: w, ctx: ctx, stop: cancel, timers: map[timerKey]*time.Timer{}, dirs: dirs}
+	wt := &watcher{r: r, w: w, ctx: ctx, stop: cancel, timers: map[timerKey]clock.Timer{}, dirs: dirs}
 	r.watch = wt
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go wt.loop()
 	if r.cfg.imagePoll > 0 {
 		r.wg.Add(1)
-		go wt.pollImages()
+		// The ticker starts here, not in the goroutine: the first poll is
+		// one interval after Watch returns, whatever the clock.
+		go wt.pollImages(r.cfg.clock.NewTicker(r.cfg.imagePoll))
 	}
 	r.cfg.logger.Info("watching provider directories", "dirs", dirs, "debounce", r.cfg.debounce)
 	return nil
@@ -81,7 +83,7 @@ type watcher struct {
 	// started, then each one LoadDir is given later (addDir). The event
 	// loop reads it while LoadDir may append to it.
 	dirs    []string
-	timers  map[timerKey]*time.Timer
+	timers  map[timerKey]clock.Timer
 	stopped bool // the loop ended and closed w
 }
 
@@ -193,7 +195,9 @@ func (wt *watcher) schedule(dir, name string) {
 		t.Reset(wt.r.cfg.debounce)
 		return
 	}
-	wt.timers[key] = time.AfterFunc(wt.r.cfg.debounce, func() { wt.fire(key) })
+	// fire runs on a goroutine of its own whatever the clock: a fake
+	// clock calls this function inside its Step, with its lock held.
+	wt.timers[key] = wt.r.cfg.clock.AfterFunc(wt.r.cfg.debounce, func() { go wt.fire(key) })
 }
 
 func (wt *watcher) fire(key timerKey) {
@@ -223,24 +227,27 @@ func (wt *watcher) dirGone(dir string) {
 	err := fmt.Errorf("provider directory %s disappeared; providers keep serving their last good version", dir)
 	r.cfg.logger.Error("provider directory disappeared; providers keep serving their last good version",
 		"dir", dir, "pollEvery", r.cfg.dirPoll)
+	// The poll's ticker starts before the event: the first look is one
+	// interval after it, whatever the clock.
+	t := r.cfg.clock.NewTicker(r.cfg.dirPoll)
 	r.emit(Event{Kind: EventWatchError, Source: dir, Err: err})
 	_ = wt.w.Remove(dir) // inotify dropped it already; other backends may not
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		t.Stop()
 		return
 	}
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
-		t := time.NewTicker(r.cfg.dirPoll)
 		defer t.Stop()
 		for {
 			select {
 			case <-wt.ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 			fi, err := os.Stat(dir)
 			if err != nil || !fi.IsDir() {
