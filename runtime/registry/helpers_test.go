@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 const versionedDir = "runtime/registry/testdata/versioned"
@@ -46,21 +49,19 @@ func sum(b []byte) string {
 
 // events collects registry events.
 type events struct {
-	mu  sync.Mutex
-	all []registry.Event
-	ch  chan struct{}
+	mu    sync.Mutex
+	all   []registry.Event
+	woken notifier   // pinged at every event, log record and load call
+	clock *testClock // the registry's, if fake
 }
 
-func newEvents() *events { return &events{ch: make(chan struct{}, 1)} }
+func newEvents() *events { return &events{woken: newNotifier()} }
 
 func (e *events) handle(ev registry.Event) {
 	e.mu.Lock()
 	e.all = append(e.all, ev)
 	e.mu.Unlock()
-	select {
-	case e.ch <- struct{}{}:
-	default:
-	}
+	e.woken.ping()
 }
 
 func (e *events) count(kind registry.EventKind) int {
@@ -75,27 +76,24 @@ func (e *events) count(kind registry.EventKind) int {
 	return n
 }
 
-// wait waits until an event after index from matches, returning its index.
-func (e *events) wait(t testing.TB, from int, timeout time.Duration, match func(registry.Event) bool) (int, registry.Event) {
+// wait waits (until) for an event after index from that matches,
+// returning its index.
+func (e *events) wait(t testing.TB, from int, match func(registry.Event) bool) (int, registry.Event) {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
+	var i int
+	var ev registry.Event
+	e.until(t, "a matching event", func() bool {
 		e.mu.Lock()
-		for i := from; i < len(e.all); i++ {
+		defer e.mu.Unlock()
+		for i = from; i < len(e.all); i++ {
 			if match(e.all[i]) {
-				ev := e.all[i]
-				e.mu.Unlock()
-				return i, ev
+				ev = e.all[i]
+				return true
 			}
 		}
-		e.mu.Unlock()
-		select {
-		case <-e.ch:
-		case <-time.After(20 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("no matching event within %s", timeout)
-		}
-	}
+		return false
+	})
+	return i, ev
 }
 
 func (e *events) len() int {
@@ -104,24 +102,172 @@ func (e *events) len() int {
 	return len(e.all)
 }
 
-type fixture struct {
-	rt   *runtime.Runtime
-	reg  *registry.Registry
-	ev   *events
-	logs *testlog.Buffer
+// recheck is how often until checks its condition unwoken: for what no
+// event, log record or call reports (a call in flight, a pool's
+// instances).
+const recheck = 10 * time.Millisecond
+
+// until waits until cond holds, bounded by deadlineCtx: it checks cond again
+// at every registry event and log record (the fixture's logger), every
+// call of a load (startLoad), and every recheck. On the fixture's fake
+// clock, each time the registry arms a timer (a debounce) until steps the
+// clock to it: what a file change sets off happens without waiting for
+// the debounce.
+func (e *events) until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := deadlineCtx(t)
+	defer cancel()
+	var armed <-chan struct{}
+	if e.clock != nil {
+		armed = e.clock.armed
+	}
+	tick := time.NewTicker(recheck)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-e.woken:
+		case <-armed:
+			e.clock.stepToArmed()
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("%v waiting for %s", context.Cause(ctx), what)
+		}
+	}
 }
 
+// notifier wakes a goroutine waiting for a condition; a ping while nobody
+// waits is kept, so a change between a check and the wait is not missed.
+type notifier chan struct{}
+
+func newNotifier() notifier { return make(notifier, 1) }
+
+func (n notifier) ping() {
+	select {
+	case n <- struct{}{}:
+	default:
+	}
+}
+
+// pingWriter writes to w and pings n: a log record written is a change a
+// waiting test looks at.
+type pingWriter struct {
+	w io.Writer
+	n notifier
+}
+
+func (p pingWriter) Write(b []byte) (int, error) {
+	defer p.n.ping()
+	return p.w.Write(b)
+}
+
+// deadlineCtx ends a little before the test's deadline (go test -timeout;
+// never without one), so that what is not over by then fails the test
+// with its own message rather than the binary's timeout panic. A busy
+// machine may exceed any fixed time; the test's deadline is the bound.
+func deadlineCtx(t testing.TB) (context.Context, context.CancelFunc) {
+	if tt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if d, ok := tt.Deadline(); ok {
+			return context.WithDeadline(context.Background(), d.Add(-min(time.Until(d)/10, 30*time.Second)))
+		}
+	}
+	return context.WithCancel(context.Background())
+}
+
+// untilDeadline is the time deadlineCtx leaves, for an API that takes a
+// duration (a day without a deadline).
+func untilDeadline(t testing.TB) time.Duration {
+	ctx, cancel := deadlineCtx(t)
+	defer cancel()
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return 24 * time.Hour
+}
+
+// testCtx is deadlineCtx, ended with the test too.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := deadlineCtx(t)
+	stop := context.AfterFunc(t.Context(), cancel)
+	t.Cleanup(func() { stop(); cancel() })
+	return ctx
+}
+
+// testClock is the registry's clock in the fixture (WithClock): a fake
+// clock that tells the test when the registry arms a timer (AfterFunc, or
+// Reset of one: a debounce), and how far to step to fire it. The tickers
+// (image and directory polls) it does not report: a test steps their
+// interval itself.
+type testClock struct {
+	*clocktesting.FakeClock
+	armed  notifier
+	mu     sync.Mutex
+	target time.Time // the latest time a timer was armed for
+}
+
+func newTestClock() *testClock {
+	return &testClock{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), armed: newNotifier()}
+}
+
+func (c *testClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	t := c.FakeClock.AfterFunc(d, f)
+	c.note(d)
+	return armedTimer{t, c}
+}
+
+// armedTimer reports its Reset to its clock.
+type armedTimer struct {
+	clock.Timer
+	c *testClock
+}
+
+func (t armedTimer) Reset(d time.Duration) bool {
+	active := t.Timer.Reset(d)
+	t.c.note(d)
+	return active
+}
+
+func (c *testClock) note(d time.Duration) {
+	c.mu.Lock()
+	if at := c.Now().Add(d); at.After(c.target) {
+		c.target = at
+	}
+	c.mu.Unlock()
+	c.armed.ping()
+}
+
+// stepToArmed moves the clock to the latest time a timer was armed for,
+// firing it and every timer due before it.
+func (c *testClock) stepToArmed() {
+	c.mu.Lock()
+	target := c.target
+	c.mu.Unlock()
+	if d := target.Sub(c.Now()); d > 0 {
+		c.Step(d)
+	}
+}
+
+type fixture struct {
+	rt    *runtime.Runtime
+	reg   *registry.Registry
+	ev    *events
+	logs  *testlog.Buffer
+	clock *testClock // the registry's timers'
+}
+
+// newFixture is a registry on a fake clock (testClock): a test steps it,
+// or waits with until, which fires the debounces.
 func newFixture(t testing.TB, ropts ...registry.Option) *fixture {
 	t.Helper()
-	ctx := context.Background()
 	logs := &testlog.Buffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	rt := testhost.NewRuntime(t, runtime.WithLogger(logger))
 	ev := newEvents()
-	opts := append([]registry.Option{registry.WithLogger(logger), registry.WithEventHandler(ev.handle), registry.WithDebounce(30 * time.Millisecond)}, ropts...)
+	ev.clock = newTestClock()
+	logger := slog.New(slog.NewTextHandler(pingWriter{logs, ev.woken}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	rt := testhost.NewRuntime(t, runtime.WithLogger(logger))
+	opts := append([]registry.Option{registry.WithLogger(logger), registry.WithEventHandler(ev.handle),
+		registry.WithDebounce(30 * time.Millisecond), registry.WithClock(ev.clock)}, ropts...)
 	reg := registry.New(rt, opts...)
 	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cctx, cancel := deadlineCtx(t)
 		defer cancel()
 		if err := reg.Close(cctx); err != nil {
 			t.Errorf("closing registry: %v", err)
@@ -131,7 +277,13 @@ func newFixture(t testing.TB, ropts ...registry.Option) *fixture {
 			t.Errorf("closing runtime: %v", err)
 		}
 	})
-	return &fixture{rt: rt, reg: reg, ev: ev, logs: logs}
+	return &fixture{rt: rt, reg: reg, ev: ev, logs: logs, clock: ev.clock}
+}
+
+// waitFor waits (until) for cond.
+func (f *fixture) waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	f.ev.until(t, what, cond)
 }
 
 func testMachine(labels map[string]string) *clusterv1alpha1.Machine {
@@ -165,9 +317,10 @@ func writeAtomic(t testing.TB, path string, b []byte) {
 	}
 }
 
-// writeInPlace truncates path and copies b into it in chunks, with pauses,
-// as cp does: readers can see a half-written file.
-func writeInPlace(t testing.TB, path string, b []byte, chunks int, pause time.Duration) {
+// writeInPlace truncates path and copies b into it in chunks, as cp does:
+// a read between two chunks sees a half-written file (on the fake clock,
+// a debounce that fires between them).
+func writeInPlace(t testing.TB, path string, b []byte, chunks int) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -180,20 +333,6 @@ func writeInPlace(t testing.TB, path string, b []byte, chunks int, pause time.Du
 		if _, err := f.Write(b[off:end]); err != nil {
 			t.Fatal(err)
 		}
-		if pause > 0 && end < len(b) {
-			time.Sleep(pause)
-		}
-	}
-}
-
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -223,7 +362,7 @@ func watchedFixture(t *testing.T, opts ...registry.Option) (*fixture, string) {
 
 func waitServing(t testing.TB, f *fixture, name, sha string) {
 	t.Helper()
-	waitFor(t, 20*time.Second, name+" serving "+sha[:12], func() bool {
+	f.waitFor(t, name+" serving "+sha[:12], func() bool {
 		h, err := f.reg.Get(name)
 		return err == nil && h.SHA256() == sha
 	})
@@ -240,10 +379,11 @@ type load struct {
 	calls, failures atomic.Int64
 	firstErr        atomic.Value
 	seen            sync.Map // version → true
+	ev              *events  // woken at every call
 }
 
-func startLoad(t testing.TB, h *registry.Handle, n int) *load {
-	l := &load{}
+func (f *fixture) startLoad(t testing.TB, h *registry.Handle, n int) *load {
+	l := &load{ev: f.ev}
 	t.Cleanup(l.halt)
 	for range n {
 		l.wg.Go(func() {
@@ -253,13 +393,27 @@ func startLoad(t testing.TB, h *registry.Handle, n int) *load {
 				if err != nil {
 					l.failures.Add(1)
 					l.firstErr.CompareAndSwap(nil, err)
-					continue
+				} else {
+					l.seen.Store(v, true)
 				}
-				l.seen.Store(v, true)
+				l.ev.woken.ping()
 			}
 		})
 	}
 	return l
+}
+
+// waitCalls waits until the load has made n calls more than it had.
+func (l *load) waitCalls(t testing.TB, n int64) {
+	t.Helper()
+	want := l.calls.Load() + n
+	l.ev.until(t, fmt.Sprintf("%d calls", want), func() bool { return l.calls.Load() >= want })
+}
+
+// waitSaw waits until a call was answered by version v.
+func (l *load) waitSaw(t testing.TB, v string) {
+	t.Helper()
+	l.ev.until(t, "a call answered by "+v, func() bool { return l.saw(v) })
 }
 
 // halt stops the callers and waits for them.

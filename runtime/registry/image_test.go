@@ -47,7 +47,9 @@ func ociClient(t *testing.T, dir string) *oci.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := oci.New(oci.Options{Store: store, PlainHTTP: true, DockerConfig: filepath.Join(t.TempDir(), "none.json"), Timeout: 10 * time.Second})
+	// No fixed request timeout: a push to the loopback registry on a busy
+	// machine may take longer than any; the test's deadline bounds it.
+	c, err := oci.New(oci.Options{Store: store, PlainHTTP: true, DockerConfig: filepath.Join(t.TempDir(), "none.json"), Timeout: untilDeadline(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func ociClient(t *testing.T, dir string) *oci.Client {
 // push pushes wasm to repo:tag and returns the manifest digest.
 func (env *ociEnv) push(t *testing.T, wasm []byte, repoTag string) string {
 	t.Helper()
-	d, err := env.client.Push(context.Background(), wasm, env.reg.Host+"/"+repoTag)
+	d, err := env.client.Push(testCtx(t), wasm, env.reg.Host+"/"+repoTag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func (env *ociEnv) push(t *testing.T, wasm []byte, repoTag string) string {
 // way a broken or hostile pipeline could.
 func (env *ociEnv) pushRaw(t *testing.T, content []byte, repoName, tag string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	repo, err := remote.NewRepository(env.reg.Host + "/" + repoName)
 	if err != nil {
 		t.Fatal(err)
@@ -94,13 +96,14 @@ func (env *ociEnv) pushRaw(t *testing.T, content []byte, repoName, tag string) {
 	}
 }
 
-// imageWait bounds waiting for a poll to take a new digest: pull, compile
-// (a guest compiled under the race detector with a cold cache takes
-// minutes; precompile keeps that out of the timed part), smoke, swap.
-const imageWait = 5 * time.Minute
+// pollEvery is the image poll interval of the tests that watch: on the
+// fixture's fake clock, a test steps it to make the next poll.
+const pollEvery = time.Hour
 
 // precompile compiles wasm into the runtime's compilation cache, so that
-// what a test then times is the registry's work, not the compiler's.
+// what a test then waits for is the registry's work, not the compiler's
+// (a guest compiled under the race detector with a cold cache takes
+// minutes).
 func precompile(t *testing.T, f *fixture, wasm []byte) {
 	t.Helper()
 	p, err := f.rt.LoadBytes(context.Background(), "precompile", wasm)
@@ -180,7 +183,7 @@ func TestImageEntryByDigest(t *testing.T) {
 	if st := statusOf(t, f.reg, "v"); st.Image != "" || st.Source != filepath.Join(dir, "v.wasm") {
 		t.Fatalf("file provider status = %+v", st)
 	}
-	_, ev := f.ev.wait(t, 0, time.Second, func(e registry.Event) bool { return e.Kind == registry.EventLoaded && e.Provider == "fake" })
+	_, ev := f.ev.wait(t, 0, func(e registry.Event) bool { return e.Kind == registry.EventLoaded && e.Provider == "fake" })
 	if ev.Image != ref {
 		t.Fatalf("loaded event image = %q, want %q", ev.Image, ref)
 	}
@@ -240,7 +243,7 @@ func TestImageTagMovedSwapsUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	ref := env.reg.Host + "/providers/v:stable"
 	writeFile(t, filepath.Join(dir, "v.provider.yaml"), "image: "+ref+"\npolicy:\n  poolSize: 4\n")
-	f := newFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(100*time.Millisecond))
+	f := newFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(pollEvery))
 	ctx := context.Background()
 	if err := f.reg.LoadDir(ctx, dir); err != nil {
 		t.Fatal(err)
@@ -256,8 +259,8 @@ func TestImageTagMovedSwapsUnderLoad(t *testing.T) {
 		t.Fatalf("status = %+v, want %s at %s", st, ref, d1)
 	}
 	precompile(t, f, v2)
-	l := startLoad(t, h, 4)
-	time.Sleep(50 * time.Millisecond)
+	l := f.startLoad(t, h, 4)
+	l.waitCalls(t, 8) // the callers are at it
 	from := f.ev.len()
 	d2 := env.push(t, v2, "providers/v:stable")
 	defer func() {
@@ -265,9 +268,10 @@ func TestImageTagMovedSwapsUnderLoad(t *testing.T) {
 			t.Log(f.logs.String())
 		}
 	}()
-	_, ev := f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventReloaded })
-	waitFor(t, 10*time.Second, "a call answered by v2", func() bool { return l.saw("v2") })
-	time.Sleep(50 * time.Millisecond)
+	f.clock.Step(pollEvery)
+	_, ev := f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventReloaded })
+	l.waitSaw(t, "v2")
+	l.waitCalls(t, 8) // and go on after the swap
 	l.halt()
 	l.noFailures(t)
 	if ev.SHA256 != sum(v2) || !strings.HasSuffix(ev.Image, "@"+d2) {
@@ -288,7 +292,7 @@ func TestImageTagMovedToBrokenKeepsServing(t *testing.T) {
 	dir := t.TempDir()
 	ref := env.reg.Host + "/providers/v:stable"
 	writeFile(t, filepath.Join(dir, "v.provider.yaml"), "image: "+ref+"\npullPolicy: Always\n")
-	f := newFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(100*time.Millisecond))
+	f := newFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(pollEvery))
 	ctx := context.Background()
 	if err := f.reg.LoadDir(ctx, dir); err != nil {
 		t.Fatal(err)
@@ -303,25 +307,50 @@ func TestImageTagMovedToBrokenKeepsServing(t *testing.T) {
 	precompile(t, f, panics)
 	from := f.ev.len()
 	env.push(t, panics, "providers/v:stable")
-	_, ev := f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
+	f.clock.Step(pollEvery)
+	_, ev := f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
 	if !errors.Is(ev.Err, registry.ErrSmokeTest) || ev.OldSHA256 != sum(v1) {
 		t.Fatalf("rejected event = %+v, want a smoke failure with v1 serving", ev)
 	}
 	if v, err := version(ctx, h, nil); err != nil || v != "v1" {
 		t.Fatalf("after a broken tag: %q, %v; want v1", v, err)
 	}
-	// The same broken digest is not tried again at every poll.
-	n := f.ev.count(registry.EventRejected)
-	time.Sleep(350 * time.Millisecond)
-	if m := f.ev.count(registry.EventRejected); m != n {
-		t.Fatalf("%d more rejections of the same digest", m-n)
+	// The same broken digest is not tried again at every poll. A second
+	// entry, whose registry is unreachable, is rejected at every poll: its
+	// rejection at poll k+1 says poll k, "v" included, is over (one
+	// goroutine polls every entry in turn).
+	canary := t.TempDir()
+	writeFile(t, filepath.Join(canary, "gone.provider.yaml"), "image: 127.0.0.1:1/providers/gone:v1\n")
+	if err := f.reg.LoadDir(ctx, canary); err == nil {
+		t.Fatal("an image entry on an unreachable registry loaded")
+	}
+	rejectedV := func() int {
+		n := 0
+		f.ev.mu.Lock()
+		defer f.ev.mu.Unlock()
+		for _, e := range f.ev.all {
+			if e.Provider == "v" && e.Kind == registry.EventRejected {
+				n++
+			}
+		}
+		return n
+	}
+	n := rejectedV()
+	for range 3 {
+		from := f.ev.len()
+		f.clock.Step(pollEvery)
+		f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "gone" && e.Kind == registry.EventRejected })
+	}
+	if m := rejectedV(); m != n {
+		t.Fatalf("%d more rejections of the same digest in two polls", m-n)
 	}
 
 	// Not WebAssembly at all (oci.Push refuses to make such an artifact,
 	// so it is pushed by hand).
 	from = f.ev.len()
 	env.pushRaw(t, []byte("#!/bin/sh\necho not a module\n"), "providers/v", "stable")
-	_, ev = f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
+	f.clock.Step(pollEvery)
+	_, ev = f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
 	if !errors.Is(ev.Err, oci.ErrRefused) || !strings.Contains(ev.Err.Error(), "not a WebAssembly module") || ev.OldSHA256 != sum(v1) {
 		t.Fatalf("rejected event = %+v, want the pull refused with v1 still serving", ev)
 	}
@@ -335,6 +364,7 @@ func TestImageTagMovedToBrokenKeepsServing(t *testing.T) {
 	v3 := guest(t, "v3", "")
 	precompile(t, f, v3)
 	d3 := env.push(t, v3, "providers/v:stable")
+	f.clock.Step(pollEvery)
 	waitServing(t, f, "v", sum(v3))
 	if st := statusOf(t, f.reg, "v"); st.ImageDigest != d3 {
 		t.Fatalf("status = %+v, want %s", st, d3)
@@ -353,7 +383,7 @@ func TestImageUnreachableRegistry(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "v.wasm"), guest(t, "v1", ""), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(50*time.Millisecond))
+	f := newFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(pollEvery))
 	ctx := context.Background()
 	err := f.reg.LoadDir(ctx, dir)
 	if err == nil || !strings.Contains(err.Error(), `provider "gone"`) || !strings.Contains(err.Error(), "127.0.0.1:1/providers/gone:v1") {
@@ -373,11 +403,17 @@ func TestImageUnreachableRegistry(t *testing.T) {
 	if !strings.Contains(f.logs.String(), "provider version rejected") {
 		t.Fatal("no rejection logged")
 	}
-	n := f.ev.count(registry.EventRejected)
 	if err := f.reg.Watch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "retries at the next polls", func() bool { return f.ev.count(registry.EventRejected) >= n+2 })
+	for poll := range 2 {
+		from := f.ev.len()
+		f.clock.Step(pollEvery)
+		_, ev := f.ev.wait(t, from, func(e registry.Event) bool { return e.Kind == registry.EventRejected })
+		if ev.Provider != "gone" {
+			t.Fatalf("poll %d: rejected %+v, want the retry of gone", poll+1, ev)
+		}
+	}
 }
 
 // A digest the repository does not have is refused with a clear error.
@@ -543,24 +579,28 @@ func TestImageSuffixKeepsFileLayout(t *testing.T) {
 func TestImageEntryWatchedAddRemove(t *testing.T) {
 	env := newOCIEnv(t)
 	d := env.push(t, fakeGuest(t), "providers/fake:v1")
-	f, dir := watchedFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(50*time.Millisecond))
+	f, dir := watchedFixture(t, registry.WithOCIClient(env.client), registry.WithImagePollInterval(pollEvery))
 	path := filepath.Join(dir, "fake.provider.yaml")
 	writeFile(t, path, "image: "+env.reg.Host+"/providers/fake@"+d+"\n")
-	f.ev.wait(t, 0, imageWait, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventLoaded })
+	f.ev.wait(t, 0, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventLoaded })
 	// The entry now names a digest the repository lacks: rejected at
 	// once and at every poll, and still serving.
 	from := f.ev.len()
 	writeFile(t, path, "image: "+env.reg.Host+"/providers/fake@sha256:"+strings.Repeat("cd", 32)+"\n")
-	f.ev.wait(t, from, 10*time.Second, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventRejected })
-	time.Sleep(200 * time.Millisecond)
-	if _, err := f.reg.Get("fake"); err != nil || f.ev.count(registry.EventUnloaded) != 0 {
-		t.Fatalf("a missing digest unloaded the provider: %v", err)
+	f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventRejected })
+	for range 2 {
+		from = f.ev.len()
+		f.clock.Step(pollEvery)
+		f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventRejected })
+		if _, err := f.reg.Get("fake"); err != nil || f.ev.count(registry.EventUnloaded) != 0 {
+			t.Fatalf("a missing digest unloaded the provider: %v", err)
+		}
 	}
 	from = f.ev.len()
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	f.ev.wait(t, from, 10*time.Second, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventUnloaded })
+	f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventUnloaded })
 	if st := statusOf(t, f.reg, "fake"); st.Serving || st.Image != "" {
 		t.Fatalf("status = %+v", st)
 	}

@@ -70,7 +70,7 @@ func TestReloadLeak(t *testing.T) {
 		}
 	}
 	settle := func() {
-		waitFor(t, 30*time.Second, "drains", func() bool { return f.reg.Status()[0].Draining == 0 })
+		f.waitFor(t, "drains", func() bool { return f.reg.Status()[0].Draining == 0 })
 	}
 	// Warm up: caches, pools and the allocator reach their steady state.
 	for i := 1; i <= 10; i++ {
@@ -189,19 +189,13 @@ func BenchmarkReloadLatency(b *testing.B) {
 				b.StartTimer()
 				start := time.Now()
 				writeAtomic(b, path, content)
-				for {
-					v, err := version(ctx, h, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if v == want && h.SHA256() == sum(content) {
-						break
-					}
-					time.Sleep(200 * time.Microsecond)
-				}
+				// Served from the swap on, which the event follows at once.
+				_, e := ev.wait(b, mark, func(e registry.Event) bool { return e.Kind == registry.EventReloaded })
 				_ = start
 				b.StopTimer()
-				_, e := ev.wait(b, mark, 10*time.Second, func(e registry.Event) bool { return e.Kind == registry.EventReloaded })
+				if v, err := version(ctx, h, nil); err != nil || v != want || h.SHA256() != sum(content) {
+					b.Fatalf("after the reload event: %q, %v, serving %s; want %s", v, err, h.SHA256(), want)
+				}
 				loadTotal += e.Duration
 				// Compile the same content alone, with the same cache state.
 				compileTotal += compileOnly(b, ctx, content, mode)

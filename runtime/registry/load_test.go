@@ -198,7 +198,7 @@ func TestRegistryRejectsBadVersions(t *testing.T) {
 			if c.name == "smoke hangs" && time.Since(start) > 5*time.Second {
 				t.Fatalf("a hanging smoke call held the reload for %s", time.Since(start))
 			}
-			_, ev := f.ev.wait(t, mark, time.Second, func(e registry.Event) bool { return e.Kind == registry.EventRejected })
+			_, ev := f.ev.wait(t, mark, func(e registry.Event) bool { return e.Kind == registry.EventRejected })
 			if ev.Provider != "p" || ev.SHA256 != sum(c.wasm) || ev.OldSHA256 != sum(v1) || !errors.Is(ev.Err, c.wantErr) {
 				t.Fatalf("event %+v", ev)
 			}
@@ -218,7 +218,7 @@ func TestRegistryRejectsBadVersions(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	// No rejected candidate is left open.
-	waitFor(t, 5*time.Second, "rejected versions closed", func() bool { return liveProviders(f.rt) == 1 })
+	f.waitFor(t, "rejected versions closed", func() bool { return liveProviders(f.rt) == 1 })
 }
 
 // TestRegistryDuplicateNames: a name comes from one source; a second one is
@@ -280,7 +280,7 @@ func TestRegistryPermissionError(t *testing.T) {
 	if err := os.Chmod(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, ev := f.ev.wait(t, mark, 10*time.Second, func(e registry.Event) bool { return e.Kind == registry.EventRejected })
+	_, ev := f.ev.wait(t, mark, func(e registry.Event) bool { return e.Kind == registry.EventRejected })
 	if !errors.Is(ev.Err, fs.ErrPermission) {
 		t.Fatalf("event %+v, want a permission error", ev)
 	}
@@ -293,5 +293,5 @@ func TestRegistryPermissionError(t *testing.T) {
 	// Readable again: the new version loads.
 	deny.Store(false)
 	os.Chmod(path, 0o644)
-	waitFor(t, 10*time.Second, "v2 after the file became readable", func() bool { return h.SHA256() == sum(v2) })
+	f.waitFor(t, "v2 after the file became readable", func() bool { return h.SHA256() == sum(v2) })
 }

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	"github.com/wasmprov/wasmprov/internal/testregistry"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -68,7 +67,7 @@ func TestRegisterImage(t *testing.T) {
 	if !st.Serving || st.Source != "image:"+ref || st.Image != ref || st.ImageDigest != d || st.PoolSize != 2 {
 		t.Fatalf("status = %+v", st)
 	}
-	_, ev := f.ev.wait(t, 0, time.Second, func(e registry.Event) bool { return e.Kind == registry.EventLoaded && e.Provider == "fake" })
+	_, ev := f.ev.wait(t, 0, func(e registry.Event) bool { return e.Kind == registry.EventLoaded && e.Provider == "fake" })
 	if ev.Image != ref || ev.Source != "image:"+ref {
 		t.Fatalf("loaded event = %+v, want image %s from source image:%s", ev, ref, ref)
 	}
@@ -388,7 +387,7 @@ func TestRegisterImageRollbackOffline(t *testing.T) {
 	if v, err := version(ctx, h, nil); err != nil || v != "v1" {
 		t.Fatalf("%q, %v; want v1 serving again", v, err)
 	}
-	_, ev := f.ev.wait(t, from, time.Second, func(e registry.Event) bool { return e.Kind == registry.EventReloaded })
+	_, ev := f.ev.wait(t, from, func(e registry.Event) bool { return e.Kind == registry.EventReloaded })
 	if ev.SHA256 != sum(vA) || !strings.HasSuffix(ev.Image, "@"+dA) {
 		t.Fatalf("reloaded event = %+v, want A", ev)
 	}
@@ -488,20 +487,20 @@ func TestRegisterImageSwapsUnderLoad(t *testing.T) {
 	}
 	h := mustGet(t, f.reg, "v")
 	precompile(t, f, v2)
-	l := startLoad(t, h, 4)
+	l := f.startLoad(t, h, 4)
 	defer func() {
 		if t.Failed() {
 			t.Log(f.logs.String())
 		}
 	}()
-	waitFor(t, imageWait, "calls on v1", func() bool { return l.calls.Load() > 20 })
+	l.waitCalls(t, 21) // on v1
 	from := f.ev.len()
 	if err := f.reg.RegisterImage(ctx, "v", registry.Image{Ref: env.reg.Host + "/providers/v@" + d2, Policy: pol}); err != nil {
 		t.Fatal(err)
 	}
-	_, ev := f.ev.wait(t, from, imageWait, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventReloaded })
-	waitFor(t, imageWait, "a call answered by v2", func() bool { return l.saw("v2") })
-	time.Sleep(50 * time.Millisecond)
+	_, ev := f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventReloaded })
+	l.waitSaw(t, "v2")
+	l.waitCalls(t, 8) // and go on after the swap
 	l.halt()
 	l.noFailures(t)
 	if ev.SHA256 != sum(v2) || !strings.HasSuffix(ev.Image, "@"+d2) {

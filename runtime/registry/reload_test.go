@@ -37,7 +37,7 @@ func TestRegistryDrainsOldVersion(t *testing.T) {
 		v, err := version(ctx, h, map[string]string{"spin": "15"})
 		slow <- result{v, err}
 	}()
-	waitFor(t, 5*time.Second, "slow call in flight", func() bool { inUse := old.PoolStats().InUse; return inUse == 1 })
+	f.waitFor(t, "slow call in flight", func() bool { inUse := old.PoolStats().InUse; return inUse == 1 })
 	if err := f.reg.Register(ctx, "p", v2, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestRegistryDrainsOldVersion(t *testing.T) {
 	if r.err != nil || r.v != "v1" {
 		t.Fatalf("call running across the swap: %q, %v; want v1", r.v, r.err)
 	}
-	_, ev := f.ev.wait(t, 0, 10*time.Second, func(e registry.Event) bool { return e.Kind == registry.EventDrained })
+	_, ev := f.ev.wait(t, 0, func(e registry.Event) bool { return e.Kind == registry.EventDrained })
 	if ev.SHA256 != sum(v1) || ev.Err != nil {
 		t.Fatalf("drained event %+v", ev)
 	}
@@ -122,6 +122,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 				}
 				v, err := version(ctx, h, nil)
 				calls.Add(1)
+				f.ev.woken.ping()
 				if err != nil {
 					failures.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
@@ -155,11 +156,11 @@ func TestHotReloadUnderLoad(t *testing.T) {
 			}
 			mark := f.ev.len()
 			if inPlace {
-				writeInPlace(t, path, bad, 4, time.Millisecond)
+				writeInPlace(t, path, bad, 4)
 			} else {
 				writeAtomic(t, path, bad)
 			}
-			f.ev.wait(t, mark, 30*time.Second, func(e registry.Event) bool { return e.Kind == registry.EventRejected && e.SHA256 == sum(bad) })
+			f.ev.wait(t, mark, func(e registry.Event) bool { return e.Kind == registry.EventRejected && e.SHA256 == sum(bad) })
 			corruptDone++
 			continue
 		}
@@ -168,7 +169,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 			next = "v1"
 		}
 		if inPlace {
-			writeInPlace(t, path, versions[next], 4, time.Millisecond)
+			writeInPlace(t, path, versions[next], 4)
 		} else {
 			writeAtomic(t, path, versions[next])
 		}
@@ -177,9 +178,10 @@ func TestHotReloadUnderLoad(t *testing.T) {
 		goodDone++
 	}
 	elapsed := time.Since(start)
-	// Let the debounce settle, keep calling a little, then check the end
-	// state.
-	time.Sleep(200 * time.Millisecond)
+	// Keep calling a little, then check the end state. (No debounce fires
+	// without a step of the fake clock.)
+	after := calls.Load() + 2*callers
+	f.waitFor(t, "calls after the last replacement", func() bool { return calls.Load() >= after })
 	close(stop)
 	wg.Wait()
 
@@ -216,5 +218,5 @@ func TestHotReloadUnderLoad(t *testing.T) {
 		t.Fatalf("final answer %q, %v; want %s", v, err, lastGood)
 	}
 	// Every replaced version drains and closes.
-	waitFor(t, 30*time.Second, "old versions closed", func() bool { return liveProviders(f.rt) == 1 })
+	f.waitFor(t, "old versions closed", func() bool { return liveProviders(f.rt) == 1 })
 }

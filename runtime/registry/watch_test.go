@@ -28,7 +28,7 @@ func TestWatchFollowsDirectory(t *testing.T) {
 	waitServing(t, f, "w", sum(v1))
 	h, _ := f.reg.Get("w")
 
-	writeInPlace(t, path, v2, 8, time.Millisecond)
+	writeInPlace(t, path, v2, 8)
 	waitServing(t, f, "w", sum(v2))
 	if v, err := version(ctx, h, nil); err != nil || v != "v2" {
 		t.Fatalf("after copy in place: %q, %v", v, err)
@@ -43,7 +43,7 @@ func TestWatchFollowsDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "w.yaml"), []byte("poolSize: 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the policy change served", func() bool { return h.Current().Policy().PoolSize == 2 })
+	f.waitFor(t, "the policy change served", func() bool { return h.Current().Policy().PoolSize == 2 })
 
 	// Removal waits for the call in flight.
 	slow := make(chan error, 1)
@@ -52,19 +52,19 @@ func TestWatchFollowsDirectory(t *testing.T) {
 		slow <- err
 	}()
 	cur := h.Current()
-	waitFor(t, 5*time.Second, "slow call", func() bool { inUse := cur.PoolStats().InUse; return inUse == 1 })
+	f.waitFor(t, "slow call", func() bool { inUse := cur.PoolStats().InUse; return inUse == 1 })
 	mark := f.ev.len()
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	f.ev.wait(t, mark, 10*time.Second, func(e registry.Event) bool { return e.Kind == registry.EventUnloaded })
+	f.ev.wait(t, mark, func(e registry.Event) bool { return e.Kind == registry.EventUnloaded })
 	if _, err := f.reg.Get("w"); !errors.Is(err, registry.ErrProviderNotFound) {
 		t.Fatalf("Get after removal = %v", err)
 	}
 	if err := <-slow; err != nil {
 		t.Fatalf("call in flight during removal failed: %v", err)
 	}
-	f.ev.wait(t, mark, 10*time.Second, func(e registry.Event) bool { return e.Kind == registry.EventDrained && e.SHA256 == sum(v1) })
+	f.ev.wait(t, mark, func(e registry.Event) bool { return e.Kind == registry.EventDrained && e.SHA256 == sum(v1) })
 
 	// It comes back; the old handle works again.
 	writeAtomic(t, path, v2)
@@ -74,9 +74,10 @@ func TestWatchFollowsDirectory(t *testing.T) {
 	}
 }
 
-// TestWatchBurst: a file replaced 50 times within a second, in place and by
-// rename, ends on the last version, loads far fewer times than it was
-// written, and never stops serving.
+// TestWatchBurst: a file replaced 50 times within a second (of the
+// registry's fake clock: 19ms between writes, a debounce of 100ms), in
+// place and by rename, ends on the last version, loads far fewer times
+// than it was written, and never stops serving.
 func TestWatchBurst(t *testing.T) {
 	ctx := context.Background()
 	v1, v2 := guest(t, "v1", ""), guest(t, "v2", "")
@@ -105,22 +106,24 @@ func TestWatchBurst(t *testing.T) {
 		}
 	}()
 	mark := f.ev.len()
-	start := time.Now()
+	start := f.clock.Now()
 	for i := range 50 {
 		b := v1
 		if i%2 == 1 {
 			b = v2 // the last write (i == 49) is v2
 		}
 		if i%3 == 0 {
-			writeInPlace(t, path, b, 4, 0)
+			writeInPlace(t, path, b, 4)
 		} else {
 			writeAtomic(t, path, b)
 		}
-		time.Sleep(time.Until(start.Add(time.Duration(i+1) * 19 * time.Millisecond)))
+		f.clock.Step(19 * time.Millisecond)
 	}
-	burst := time.Since(start)
+	burst := f.clock.Since(start)
 	waitServing(t, f, "b", sum(v2))
-	time.Sleep(300 * time.Millisecond) // any straggling debounce fires
+	// No load can follow: a debounce fires only when the clock is stepped,
+	// and one that fires reads v2 again (a load holds the name's lock
+	// from its read to its swap).
 	close(stop)
 	wg.Wait()
 	if h.SHA256() != sum(v2) {
@@ -142,7 +145,8 @@ func TestWatchBurst(t *testing.T) {
 func TestWatchDirectoryDisappears(t *testing.T) {
 	ctx := context.Background()
 	v1, v2 := guest(t, "v1", ""), guest(t, "v2", "")
-	f := newFixture(t, registry.WithDirPollInterval(50*time.Millisecond))
+	const dirPoll = time.Minute
+	f := newFixture(t, registry.WithDirPollInterval(dirPoll))
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "providers")
 	os.Mkdir(dir, 0o755)
@@ -158,11 +162,15 @@ func TestWatchDirectoryDisappears(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	_, ev := f.ev.wait(t, mark, 10*time.Second, func(e registry.Event) bool { return e.Kind == registry.EventWatchError })
+	_, ev := f.ev.wait(t, mark, func(e registry.Event) bool { return e.Kind == registry.EventWatchError })
 	if !strings.Contains(ev.Err.Error(), "disappeared") {
 		t.Fatalf("watch error %v", ev.Err)
 	}
-	time.Sleep(200 * time.Millisecond) // debounced file removals have fired
+	// The debounced removal of d.wasm fires (the wait steps the clock to
+	// it) and finds the directory gone.
+	f.waitFor(t, "the removal of d.wasm handled", func() bool {
+		return strings.Contains(f.logs.String(), "provider directory is unavailable") || f.ev.count(registry.EventUnloaded) != 0
+	})
 	if f.ev.count(registry.EventUnloaded) != 0 {
 		t.Fatal("a vanished directory unloaded its providers")
 	}
@@ -179,6 +187,7 @@ func TestWatchDirectoryDisappears(t *testing.T) {
 	if err := os.Rename(tmp, dir); err != nil {
 		t.Fatal(err)
 	}
+	f.clock.Step(dirPoll) // the poll finds it
 	waitServing(t, f, "d", sum(v2))
 	// And it is watched again.
 	writeAtomic(t, filepath.Join(dir, "d.wasm"), v1)
