@@ -74,7 +74,10 @@ func memoryOf(t testing.TB, wasm []byte) []byte {
 func instantiate(wasm []byte) ([]byte, error) {
 	ctx := context.Background()
 	// 16 MiB at most: a fuzzed minimum size must not allocate gigabytes.
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(256))
+	// The interpreter: what instantiation writes to memory does not depend
+	// on the engine, and it compiles a Go guest many times faster than the
+	// compiler does under the race detector (minutes of make test).
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(256))
 	defer r.Close(ctx)
 	compiled, err := r.CompileModule(ctx, wasm)
 	if err != nil {

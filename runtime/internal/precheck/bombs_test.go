@@ -117,7 +117,14 @@ func TestAllocsAccepted(t *testing.T) {
 			}
 		}))
 	}
-	if allocs[0] > 8 || allocs[1] > 8 {
+	bound := 8.0
+	if race.Enabled {
+		// Under the race detector sync.Pool drops a share of what is
+		// put back: a run may make a new frame stack (the slice and its
+		// box), two allocations.
+		bound += 2
+	}
+	if allocs[0] > bound || allocs[1] > bound {
 		t.Errorf("allocations: %v for a small and a big module", allocs)
 	}
 }

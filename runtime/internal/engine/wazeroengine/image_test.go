@@ -43,7 +43,10 @@ func TestMemoryImage(t *testing.T) {
 	}
 	cfg := engine.ModuleConfig{MemoryLimitPages: 1024, Interruptible: true, HostFunctions: hostfuncs.Functions()}
 	compile := func(opts ...Option) *module {
-		e, err := New("", opts...)
+		// The tests' shared compilation cache: the plain module is the
+		// one the runtime's tests compile, and TestMemoryImageUnavailable
+		// loads the imaged one from it instead of compiling it again.
+		e, err := New(testguest.CompilationCacheDir(t), opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +117,7 @@ func TestMemoryImageUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New("", WithMappedMemory(a))
+	e, err := New(testguest.CompilationCacheDir(t), WithMappedMemory(a))
 	if err != nil {
 		t.Fatal(err)
 	}
