@@ -22,6 +22,10 @@ type fakeMachines struct {
 	rv       int
 	objs     map[string]*clusterv1alpha1.Machine
 	watchers []*watch.FakeWatcher
+	// events is every change, for a Watch from a resourceVersion to replay
+	// what happened after it (as the API server does): without it, a
+	// Create between the informer's List and its Watch was lost.
+	events []fakeEvent
 	// conflictNext makes the next N Update/UpdateStatus calls fail with a
 	// conflict, as if another writer got in first.
 	conflictNext int
@@ -34,7 +38,14 @@ func newFakeMachines() *fakeMachines {
 
 var machineGR = clusterv1alpha1.Resource("machines")
 
+type fakeEvent struct {
+	typ watch.EventType
+	obj *clusterv1alpha1.Machine
+	rv  int
+}
+
 func (f *fakeMachines) notify(t watch.EventType, m *clusterv1alpha1.Machine) {
+	f.events = append(f.events, fakeEvent{t, m.DeepCopy(), f.rv})
 	for _, w := range f.watchers {
 		if !w.IsStopped() {
 			w.Action(t, m.DeepCopy())
@@ -73,10 +84,17 @@ func (f *fakeMachines) List(_ context.Context, ns string, _ metav1.ListOptions) 
 	return l, nil
 }
 
-func (f *fakeMachines) Watch(_ context.Context, _ string, _ metav1.ListOptions) (watch.Interface, error) {
+func (f *fakeMachines) Watch(_ context.Context, _ string, o metav1.ListOptions) (watch.Interface, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := watch.NewFakeWithChanSize(100, false)
+	if from, err := strconv.Atoi(o.ResourceVersion); err == nil {
+		for _, ev := range f.events {
+			if ev.rv > from {
+				w.Action(ev.typ, ev.obj.DeepCopy())
+			}
+		}
+	}
 	f.watchers = append(f.watchers, w)
 	return w, nil
 }
@@ -106,6 +124,7 @@ func (f *fakeMachines) Delete(ns, name string) {
 	}
 	if len(m.Finalizers) == 0 {
 		delete(f.objs, ns+"/"+name)
+		f.rv++ // a deletion is a change after which a watch starts
 		f.notify(watch.Deleted, m)
 		return
 	}
