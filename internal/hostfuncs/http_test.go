@@ -356,14 +356,15 @@ func TestHTTPDialerRefusesUnlistedLiteral(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var accepted atomic.Int64
+	// Each accepted connection's peer address, in accept order.
+	accepted := make(chan string, 4)
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			accepted.Add(1)
+			accepted <- c.RemoteAddr().String()
 			c.Close()
 		}
 	}()
@@ -374,9 +375,15 @@ func TestHTTPDialerRefusesUnlistedLiteral(t *testing.T) {
 	if !errors.As(err, &denied) {
 		t.Fatalf("want a denial, got %v", err)
 	}
-	time.Sleep(20 * time.Millisecond)
-	if accepted.Load() != 0 {
-		t.Errorf("the dialer connected")
+	// A connection of our own after the denial: had the dialer connected,
+	// the listener would have accepted that connection first.
+	own, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if first := <-accepted; first != own.LocalAddr().String() {
+		t.Errorf("the dialer connected (from %s) before our own connection", first)
 	}
 }
 

@@ -5,9 +5,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func do(t *testing.T, s *Running, method, path, token, body string) (int, http.Header, map[string]any) {
@@ -42,8 +43,14 @@ func start(t *testing.T, o Options) *Running {
 
 const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGtQk0Ty9x0CyLGvZVh0qpb3a9Wf5Gk3E8oX6m3bD0Jv test"
 
+// fakeNow is a fake clock for Options.Now; its Step moves it.
+func fakeNow() *clocktesting.FakeClock {
+	return clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+}
+
 func TestServerLifecycle(t *testing.T) {
-	s := start(t, Options{Token: "tok", BootDuration: 100 * time.Millisecond, ActionDuration: 50 * time.Millisecond})
+	clk := fakeNow()
+	s := start(t, Options{Token: "tok", BootDuration: 100 * time.Millisecond, ActionDuration: 50 * time.Millisecond, Now: clk.Now})
 	if code, _, m := do(t, s, "GET", "/servers", "wrong", ""); code != 401 || m["error"].(map[string]any)["code"] != "unauthorized" {
 		t.Fatalf("wrong token: %d %v", code, m)
 	}
@@ -73,7 +80,7 @@ func TestServerLifecycle(t *testing.T) {
 	if code, _, _ = do(t, s, "GET", "/servers?label_selector=%3D%3Dx", "tok", ""); code != 400 {
 		t.Fatalf("bad selector: %d", code)
 	}
-	time.Sleep(150 * time.Millisecond)
+	clk.Step(150 * time.Millisecond) // past the boot
 	_, _, m = do(t, s, "GET", "/servers", "tok", "")
 	if st := m["servers"].([]any)[0].(map[string]any)["status"]; st != "running" {
 		t.Fatalf("status after boot %v", st)
@@ -82,7 +89,7 @@ func TestServerLifecycle(t *testing.T) {
 	if code != 200 || m["action"].(map[string]any)["status"] != "running" {
 		t.Fatalf("delete %d %v", code, m)
 	}
-	time.Sleep(80 * time.Millisecond)
+	clk.Step(80 * time.Millisecond) // past the deletion's action
 	if code, _, m = do(t, s, "GET", "/servers/"+jsonID(srv["id"]), "tok", ""); code != 404 || m["error"].(map[string]any)["code"] != "not_found" {
 		t.Fatalf("after delete %d %v", code, m)
 	}
@@ -144,14 +151,15 @@ func actionStatus(t *testing.T, s *Running, id string) string {
 // With DeleteReads, a deleted server is seen "deleting" by exactly that
 // many reads, whatever the clock, then it is gone and its action done.
 func TestDeleteByReads(t *testing.T) {
-	s := start(t, Options{DeleteReads: 2, ActionDuration: time.Millisecond})
+	clk := fakeNow()
+	s := start(t, Options{DeleteReads: 2, ActionDuration: time.Millisecond, Now: clk.Now})
 	id := createServer(t, s, `{"name":"a","server_type":"cx22","image":"ubuntu-24.04","labels":{"machine-uid":"u1"}}`)
 	code, _, m := do(t, s, "DELETE", "/servers/"+id, s.Token(), "")
 	if code != 200 || m["action"].(map[string]any)["status"] != "running" {
 		t.Fatalf("delete %d %v", code, m)
 	}
 	action := jsonID(m["action"].(map[string]any)["id"])
-	time.Sleep(5 * time.Millisecond) // far beyond ActionDuration: the clock must not matter
+	clk.Step(time.Hour) // far beyond ActionDuration: the clock must not matter
 	if code, _, m = do(t, s, "GET", "/servers/"+id, s.Token(), ""); code != 200 || m["server"].(map[string]any)["status"] != "deleting" {
 		t.Fatalf("first read: %d %v", code, m)
 	}
@@ -187,10 +195,8 @@ func TestDeleteByReads(t *testing.T) {
 
 // DeleteDelay follows the injected clock; a negative one deletes at once.
 func TestDeleteDelay(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	tick := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clk := fakeNow()
+	clock, tick := clk.Now, clk.Step
 	s := start(t, Options{Now: clock, DeleteDelay: 10 * time.Second})
 	id := createServer(t, s, `{"name":"a","server_type":"cx22","image":"ubuntu-24.04"}`)
 	_, _, m := do(t, s, "DELETE", "/servers/"+id, s.Token(), "")
