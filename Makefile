@@ -7,7 +7,7 @@ export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 .PHONY: help all guests c-guests cli providers demo demo-fake \
 	check test test-wasmtime test-realtime vet fmt-check fuzz-smoke fixtures conformance \
 	bench bench-compare bench-smoke kube-binaries e2e e2e-vet \
-	debian-packages wabt clean FORCE
+	setup wabt clean FORCE
 
 ## help: list the targets
 help:
@@ -32,7 +32,7 @@ $(BUILD)/guests/%.wasm: FORCE
 	  cd $$src && GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build $(GUEST_GOFLAGS) -o $(CURDIR)/$@ .
 
 ## c-guests: build the C example provider to build/guests/c-fake.wasm (installs clang, lld, wasi-libc)
-c-guests: debian-packages $(BUILD)/guests/c-fake.wasm
+c-guests: setup $(BUILD)/guests/c-fake.wasm
 
 $(BUILD)/guests/c-fake.wasm: examples/c-fake/fake.c examples/c-fake/build.sh
 	examples/c-fake/build.sh $(CURDIR)/$@
@@ -93,7 +93,7 @@ PLAIN_PKGS := ./apis/... ./runtime/signature ./cmd/... ./conformance/... ./examp
 check: fmt-check vet
 
 ## test: gofmt check, vet and the whole test suite, race detector on for the runtime packages (installs wabt, clang, lld, wasi-libc)
-test: debian-packages fmt-check vet
+test: setup fmt-check vet
 	@missing=$$(comm -23 <($(GO) list ./... | sort) <($(GO) list $(RACE_PKGS) $(PLAIN_PKGS) | sort)); \
 	  if [ -n "$$missing" ]; then echo "packages in neither test group: $$missing"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 30m -skip $(REALTIME) $(RACE_PKGS)
@@ -112,7 +112,7 @@ test-realtime:
 
 ## test-wasmtime: the guest-driving suites again on the wasmtime engine (cgo, build tag wasmtime)
 WASMTIME_PKGS := ./runtime/... ./cloudprovider/... ./internal/hostfuncs ./conformance/... ./examples/... ./cmd/...
-test-wasmtime: debian-packages
+test-wasmtime: setup
 	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./internal/hostfuncs
 	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m -skip $(REALTIME) $(WASMTIME_PKGS)
 
@@ -208,8 +208,8 @@ e2e-vet:
 # compiler runtime: the C guest.
 DEBIAN_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32
 
-## debian-packages: install the Debian packages the tests need, if missing (needs root)
-debian-packages:
+## setup: install the Debian packages the tests need, if missing (needs root; a no-op once installed)
+setup:
 	@$(call apt-install,$(DEBIAN_PACKAGES))
 
 wabt:

@@ -305,7 +305,7 @@ func wabt(tb testing.TB, tool string) string {
 	tb.Helper()
 	p, err := exec.LookPath(tool)
 	if err != nil {
-		tb.Skipf("%s not installed (Debian package wabt; make debian-packages installs it)", tool)
+		tb.Skipf("%s not installed (Debian package wabt; make setup installs it)", tool)
 	}
 	return p
 }
