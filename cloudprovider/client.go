@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/provider"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,7 +17,7 @@ import (
 // the manager's client, reads come from its cache.
 type clientObjects struct{ c ctrlruntimeclient.Client }
 
-var _ runtime.ObjectReader = clientObjects{}
+var _ provider.ObjectReader = clientObjects{}
 
 func (o clientObjects) SecretKey(ctx context.Context, namespace, name, key string) (string, error) {
 	var s corev1.Secret
@@ -27,7 +27,7 @@ func (o clientObjects) SecretKey(ctx context.Context, namespace, name, key strin
 	if v, ok := s.Data[key]; ok {
 		return string(v), nil
 	}
-	return "", fmt.Errorf("secret '%s' in namespace '%s' has no key '%s': %w", name, namespace, key, runtime.ErrKeyNotFound)
+	return "", fmt.Errorf("secret '%s' in namespace '%s' has no key '%s': %w", name, namespace, key, provider.ErrKeyNotFound)
 }
 
 func (o clientObjects) ConfigMapKey(ctx context.Context, namespace, name, key string) (string, error) {
@@ -38,7 +38,7 @@ func (o clientObjects) ConfigMapKey(ctx context.Context, namespace, name, key st
 	if v, ok := cm.Data[key]; ok {
 		return v, nil
 	}
-	return "", fmt.Errorf("configmap '%s' in namespace '%s' has no key '%s': %w", name, namespace, key, runtime.ErrKeyNotFound)
+	return "", fmt.Errorf("configmap '%s' in namespace '%s' has no key '%s': %w", name, namespace, key, provider.ErrKeyNotFound)
 }
 
 func (o clientObjects) listPersistentVolumes(ctx context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {

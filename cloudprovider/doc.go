@@ -5,15 +5,13 @@
 // "not finished yet", and SetMetricsForMachines.
 //
 //	p, _ := rt.Load(ctx, wasm, runtime.WithName("hetzner"))
-//	var current cloudprovidertypes.Provider = cloudprovider.New(p.Calls())
-//	var seed cloud.Provider = p // the same module, pool and policy
+//	var current cloudprovidertypes.Provider = cloudprovider.New(p)
+//	var seed cloud.Provider = cloud.SeedProvider(p, nil) // the same module, pool and policy
 //
-// One Go type cannot be both: the two contracts have methods of the same
-// names with different signatures. So the seed's view is the runtime's
-// Provider itself and the current one is this package's adapter over the
-// Provider's Calls — or over a registry Handle's, which follows reloads.
+// New takes any provider.Interface: a loaded module, a registry Handle
+// (which follows reloads), or a provider compiled into the host.
 //
-// What each argument becomes on the host side (runtime.CallData):
+// What each argument becomes on the host side (provider.Data):
 //
 //   - the *zap.SugaredLogger receives the guest's log records of the call
 //     and the host's lines about it, with its own fields and the provider's

@@ -6,10 +6,9 @@ import (
 	"log/slog"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	cloudprovidertypes "github.com/wasmprov/wasmprov/cloudprovider/types"
-	"github.com/wasmprov/wasmprov/runtime"
+	"github.com/wasmprov/wasmprov/provider"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,89 +18,85 @@ import (
 type Option func(*options)
 
 type options struct {
-	objects runtime.ObjectReader
+	objects provider.ObjectReader
 }
 
 // WithObjectReader sets where config_var reads Secrets and ConfigMaps
 // when a call has no ProviderData.Client (AddDefaults, Validate,
 // MigrateUID, SetMetricsForMachines, or a caller passing none). Unset:
 // the runtime's Kubernetes client (runtime.WithKubernetesClient).
-func WithObjectReader(r runtime.ObjectReader) Option {
+func WithObjectReader(r provider.ObjectReader) Option {
 	return func(o *options) { o.objects = r }
 }
 
-// New returns calls as machine-controller's current Provider. calls is
-// usually (*runtime.Provider).Calls() or (*registry.Handle).Calls(). A nil
-// calls is a programming error and panics here, not at the first call.
-func New(calls runtime.Calls, opts ...Option) cloudprovidertypes.Provider {
-	if calls == nil {
-		panic("cloudprovider.New: nil runtime.Calls")
+// New returns p as machine-controller's current Provider. p is usually a
+// *runtime.Provider or a *registry.Handle (which follows reloads). A nil p
+// is a programming error and panics here, not at the first call.
+func New(p provider.Interface, opts ...Option) cloudprovidertypes.Provider {
+	if p == nil {
+		panic("cloudprovider.New: nil provider.Interface")
 	}
-	p := &provider{calls: calls}
+	a := &adapter{p: p}
 	for _, o := range opts {
-		o(&p.o)
+		o(&a.o)
 	}
-	return p
+	return a
 }
 
-type provider struct {
-	calls runtime.Calls
-	o     options
+// adapter is machine-controller's current contract over a
+// provider.Interface.
+type adapter struct {
+	p provider.Interface
+	o options
 }
 
-var _ cloudprovidertypes.Provider = (*provider)(nil)
+var _ cloudprovidertypes.Provider = (*adapter)(nil)
 
-func (p *provider) AddDefaults(log *zap.SugaredLogger, spec clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
-	return p.calls.AddDefaults(context.Background(), spec, p.data(log, nil))
+func (a *adapter) AddDefaults(log *zap.SugaredLogger, spec clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
+	return a.p.AddDefaults(context.Background(), spec, a.data(log, nil))
 }
 
-func (p *provider) Validate(ctx context.Context, log *zap.SugaredLogger, spec clusterv1alpha1.MachineSpec) error {
-	return p.calls.Validate(ctx, spec, p.data(log, nil))
+func (a *adapter) Validate(ctx context.Context, log *zap.SugaredLogger, spec clusterv1alpha1.MachineSpec) error {
+	return a.p.Validate(ctx, spec, a.data(log, nil))
 }
 
-func (p *provider) Get(ctx context.Context, log *zap.SugaredLogger, machine *clusterv1alpha1.Machine, data *cloudprovidertypes.ProviderData) (instance.Instance, error) {
+func (a *adapter) Get(ctx context.Context, log *zap.SugaredLogger, machine *clusterv1alpha1.Machine, data *cloudprovidertypes.ProviderData) (instance.Instance, error) {
 	if err := checkMachine(machine); err != nil {
 		return nil, err
 	}
-	return p.calls.Get(ctx, machine, p.data(log, data))
+	return a.p.Get(ctx, machine, a.data(log, data))
 }
 
-func (p *provider) Create(ctx context.Context, log *zap.SugaredLogger, machine *clusterv1alpha1.Machine, data *cloudprovidertypes.ProviderData, userdata string) (instance.Instance, error) {
+func (a *adapter) Create(ctx context.Context, log *zap.SugaredLogger, machine *clusterv1alpha1.Machine, data *cloudprovidertypes.ProviderData, userdata string) (instance.Instance, error) {
 	if err := checkMachine(machine); err != nil {
 		return nil, err
 	}
-	return p.calls.Create(ctx, machine, p.data(log, data), userdata)
+	return a.p.Create(ctx, machine, a.data(log, data), userdata)
 }
 
-func (p *provider) Cleanup(ctx context.Context, log *zap.SugaredLogger, machine *clusterv1alpha1.Machine, data *cloudprovidertypes.ProviderData) (bool, error) {
+func (a *adapter) Cleanup(ctx context.Context, log *zap.SugaredLogger, machine *clusterv1alpha1.Machine, data *cloudprovidertypes.ProviderData) (bool, error) {
 	if err := checkMachine(machine); err != nil {
 		return false, err
 	}
-	done, err := p.calls.Cleanup(ctx, machine, p.data(log, data))
-	if errors.Is(err, cloudprovidererrors.ErrInstanceNotFound) {
-		// Nothing left to delete: machine-controller's providers answer
-		// true here, and an error would hold the Machine's finalizer.
-		return true, nil
-	}
-	return done, err
+	return a.p.Cleanup(ctx, machine, a.data(log, data))
 }
 
-func (p *provider) MachineMetricsLabels(machine *clusterv1alpha1.Machine) (map[string]string, error) {
+func (a *adapter) MachineMetricsLabels(machine *clusterv1alpha1.Machine) (map[string]string, error) {
 	if err := checkMachine(machine); err != nil {
 		return nil, err
 	}
-	return p.calls.MachineMetricsLabels(context.Background(), machine, p.data(nil, nil))
+	return a.p.MachineMetricsLabels(context.Background(), machine, a.data(nil, nil))
 }
 
-func (p *provider) MigrateUID(ctx context.Context, log *zap.SugaredLogger, machine *clusterv1alpha1.Machine, newUID types.UID) error {
+func (a *adapter) MigrateUID(ctx context.Context, log *zap.SugaredLogger, machine *clusterv1alpha1.Machine, newUID types.UID) error {
 	if err := checkMachine(machine); err != nil {
 		return err
 	}
-	return p.calls.MigrateUID(ctx, machine, newUID, p.data(log, nil))
+	return a.p.MigrateUID(ctx, machine, newUID, a.data(log, nil))
 }
 
-func (p *provider) SetMetricsForMachines(machines clusterv1alpha1.MachineList) error {
-	return p.calls.SetMetricsForMachines(context.Background(), machines, p.data(nil, nil))
+func (a *adapter) SetMetricsForMachines(machines clusterv1alpha1.MachineList) error {
+	return a.p.SetMetricsForMachines(context.Background(), machines, a.data(nil, nil))
 }
 
 // ErrNilMachine is returned by the methods that take a Machine when given
@@ -117,8 +112,8 @@ func checkMachine(m *clusterv1alpha1.Machine) error {
 
 // data builds the host side of one call from the caller's logger and
 // ProviderData (see the package documentation for what nil means).
-func (p *provider) data(log *zap.SugaredLogger, pd *cloudprovidertypes.ProviderData) *runtime.CallData {
-	d := &runtime.CallData{Objects: p.o.objects}
+func (a *adapter) data(log *zap.SugaredLogger, pd *cloudprovidertypes.ProviderData) *provider.Data {
+	d := &provider.Data{Objects: a.o.objects}
 	if log != nil {
 		d.Logger = slog.New(newZapHandler(log.Desugar()))
 	}

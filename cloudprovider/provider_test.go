@@ -17,6 +17,7 @@ import (
 	"github.com/wasmprov/wasmprov/guests/go/provider"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testhost"
+	wprovider "github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/native"
 	"github.com/wasmprov/wasmprov/runtime/registry"
@@ -34,15 +35,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// Both contracts over one loaded module: the seed's is the Provider
-// itself, the current one the adapter over its Calls — and the same for a
-// registry Handle. (One Go type cannot be both: their methods share names
-// and differ in signature.)
+// One interface behind both contracts: a loaded module and a registry
+// Handle are provider.Interface, and each contract is an adapter over it.
+// (One Go type cannot be both contracts: their methods share names and
+// differ in signature.)
 var (
-	_ cloud.Provider                     = (*runtime.Provider)(nil)
-	_ cloud.Provider                     = (*registry.Handle)(nil)
-	_ cloudprovidertypes.Provider        = cloudprovider.New((*runtime.Provider)(nil).Calls())
-	_ func() cloudprovidertypes.Provider = func() cloudprovidertypes.Provider { return cloudprovider.New((*registry.Handle)(nil).Calls()) }
+	_ wprovider.Interface                = (*runtime.Provider)(nil)
+	_ wprovider.Interface                = (*registry.Handle)(nil)
+	_ func() cloud.Provider              = func() cloud.Provider { return cloud.SeedProvider((*runtime.Provider)(nil), nil) }
+	_ func() cloudprovidertypes.Provider = func() cloudprovidertypes.Provider { return cloudprovider.New((*registry.Handle)(nil)) }
 )
 
 const finalizer = "probe.wasmprov.io/cleanup"
@@ -189,7 +190,7 @@ func TestLifecycleThroughProviderData(t *testing.T) {
 	// Validate has no Machine, so no namespace: the policy names the
 	// Secret's, as an operator of machine-controller (Machines and the
 	// Hetzner token both in kube-system) would.
-	p := cloudprovider.New(loadProbe(t, runtime.Policy{AllowedSecretNamespaces: []string{"kube-system"}}).Calls(),
+	p := cloudprovider.New(loadProbe(t, runtime.Policy{AllowedSecretNamespaces: []string{"kube-system"}}),
 		cloudprovider.WithObjectReader(secretsOf(f.client)))
 
 	spec, err := p.AddDefaults(f.log, m.Spec)
@@ -248,7 +249,7 @@ func TestLifecycleThroughProviderData(t *testing.T) {
 func TestNilLoggerAndProviderData(t *testing.T) {
 	ctx := context.Background()
 	m := machine("worker-1")
-	p := cloudprovider.New(loadProbe(t, runtime.Policy{}).Calls())
+	p := cloudprovider.New(loadProbe(t, runtime.Policy{}))
 	// No logger: the runtime's. No ProviderData: no updater, no client,
 	// and no runtime Kubernetes client either — clear errors, no panic.
 	_, err := p.Create(ctx, nil, m, nil, "")
@@ -274,7 +275,7 @@ func TestClientErrorsReachTheGuest(t *testing.T) {
 	ctx := context.Background()
 	m := machine("worker-1")
 	f := newFixture(t, m)
-	p := cloudprovider.New(loadProbe(t, runtime.Policy{}).Calls())
+	p := cloudprovider.New(loadProbe(t, runtime.Policy{}))
 
 	// An API server that fails to answer: FAILED with machine-controller's
 	// wording (worth retrying), through the guest's error.
@@ -325,7 +326,7 @@ func TestCleanupInProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := cloudprovider.New(p.Calls())
+	cp := cloudprovider.New(p)
 	var got []string
 	for range 3 {
 		done, err := cp.Cleanup(ctx, nil, machine("w"), nil)
@@ -348,19 +349,20 @@ func TestWasmGuestOnBothViews(t *testing.T) {
 	m := machine("worker-1")
 	value, _ := json.Marshal(map[string]any{"cloudProvider": "fake", "cloudProviderSpec": map[string]any{"passValidation": true}})
 	m.Spec.ProviderSpec.Value.Raw = value
-	current := cloudprovider.New(p.Calls())
+	current := cloudprovider.New(p)
 	f := newFixture(t, m)
 	if err := current.Validate(ctx, f.log, m.Spec); err != nil {
 		t.Fatalf("current Validate: %v", err)
 	}
-	if err := p.Validate(m.Spec); err != nil {
+	seed := cloud.SeedProvider(p, nil)
+	if err := seed.Validate(m.Spec); err != nil {
 		t.Fatalf("seed Validate: %v", err)
 	}
 	inst, err := current.Create(ctx, f.log, m, f.data, "")
 	if err != nil {
 		t.Fatalf("current Create: %v", err)
 	}
-	seedInst, err := p.Get(m)
+	seedInst, err := seed.Get(m)
 	if err != nil || seedInst.ID() != inst.ID() {
 		t.Fatalf("seed Get after current Create: %v %v", seedInst, err)
 	}
@@ -383,7 +385,7 @@ func hasFinalizer(m *clusterv1alpha1.Machine, f string) bool {
 
 // secretsOf reads Secrets with a controller-runtime client, for
 // WithObjectReader: the reader of calls without ProviderData.
-func secretsOf(c ctrlruntimeclient.Client) runtime.ObjectReader { return clientReader{c} }
+func secretsOf(c ctrlruntimeclient.Client) wprovider.ObjectReader { return clientReader{c} }
 
 type clientReader struct{ c ctrlruntimeclient.Client }
 
@@ -394,7 +396,7 @@ func (r clientReader) SecretKey(ctx context.Context, ns, name, key string) (stri
 	}
 	v, ok := s.Data[key]
 	if !ok {
-		return "", fmt.Errorf("no key %s: %w", key, runtime.ErrKeyNotFound)
+		return "", fmt.Errorf("no key %s: %w", key, wprovider.ErrKeyNotFound)
 	}
 	return string(v), nil
 }
@@ -416,11 +418,11 @@ func TestCleanupOfAMissingInstanceIsDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done, err := cloudprovider.New(p.Calls()).Cleanup(context.Background(), nil, machine("w"), nil); !done || err != nil {
+	if done, err := cloudprovider.New(p).Cleanup(context.Background(), nil, machine("w"), nil); !done || err != nil {
 		t.Errorf("Cleanup = %v, %v; want true, nil", done, err)
 	}
-	// The seed's Delete keeps the guest's answer, for conformance to see.
-	if err := p.ContextProvider().Delete(context.Background(), machine("w"), nil); !errors.Is(err, cloudprovidererrors.ErrInstanceNotFound) {
-		t.Errorf("seed Delete = %v, want ErrInstanceNotFound", err)
+	// runtime.Provider.Delete keeps the guest's answer, for conformance to see.
+	if err := p.Delete(context.Background(), machine("w"), nil); !errors.Is(err, cloudprovidererrors.ErrInstanceNotFound) {
+		t.Errorf("Delete = %v, want ErrInstanceNotFound", err)
 	}
 }

@@ -1,31 +1,32 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 
-	listerscorev1 "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // How checks call a provider the way machine-controller does: every call
 // gets the Machine as the store holds it, so what a provider wrote with
 // machine_update is what its next call receives.
 
-// noPVs is the PersistentVolume lister of every run: there are none.
-var noPVs = listerscorev1.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+// noPVs lists the PersistentVolumes of every run: there are none.
+func noPVs(context.Context, labels.Selector) ([]corev1.PersistentVolume, error) { return nil, nil }
 
 // createData is what Create and Delete get: machine-controller's updater
-// over the check's Machine store, and an empty PV lister.
-func createData(s *machineStore) *cloud.MachineCreateDeleteData {
-	return &cloud.MachineCreateDeleteData{Updater: s.updater(), PVLister: noPVs}
+// over the check's Machine store, and no PersistentVolumes.
+func createData(s *machineStore) *provider.Data {
+	return &provider.Data{Update: s.updater(), ListPersistentVolumes: noPVs}
 }
 
 const userdata = "#cloud-config\n# wasmprov conformance\n"
@@ -59,7 +60,7 @@ func (t *T) get(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alpha1
 	cur := t.current(m)
 	ctx, cancel := t.call()
 	defer cancel()
-	inst, err := t.env.p.Get(ctx, cur.DeepCopy())
+	inst, err := t.env.p.Get(ctx, cur.DeepCopy(), nil)
 	if err == nil && inst == nil {
 		err = errNoInstance
 	}

@@ -32,11 +32,11 @@ func checkAddDefaultsIdempotent(t *T) error {
 	spec := t.rawMachine(0).Spec
 	ctx, cancel := t.call()
 	defer cancel()
-	d1, err := t.env.p.AddDefaults(ctx, spec)
+	d1, err := t.env.p.AddDefaults(ctx, spec, nil)
 	if err != nil {
 		return failf("AddDefaults of the valid spec failed: %s", describe(err))
 	}
-	d2, err := t.env.p.AddDefaults(ctx, d1)
+	d2, err := t.env.p.AddDefaults(ctx, d1, nil)
 	if err != nil {
 		return failf("AddDefaults of its own output failed: %s", describe(err))
 	}
@@ -50,10 +50,10 @@ func checkValidateValid(t *T) error {
 	spec := t.rawMachine(0).Spec
 	ctx, cancel := t.call()
 	defer cancel()
-	if d, err := t.env.p.AddDefaults(ctx, spec); err == nil {
+	if d, err := t.env.p.AddDefaults(ctx, spec, nil); err == nil {
 		spec = d
 	}
-	if err := t.env.p.Validate(ctx, spec); err != nil {
+	if err := t.env.p.Validate(ctx, spec, nil); err != nil {
 		return failf("Validate rejected the configured provider spec %s: %s (if the spec is wrong, fix the conformance configuration)",
 			t.env.spec, describe(err))
 	}
@@ -83,7 +83,7 @@ func checkValidateEmpty(t *T) error {
 	defer cancel()
 	spec := t.machine(0).Spec
 	spec.ProviderSpec = clusterv1alpha1.ProviderSpec{}
-	return wantInvalidConfiguration(t.env.p.Validate(ctx, spec), "a spec without providerSpec")
+	return wantInvalidConfiguration(t.env.p.Validate(ctx, spec, nil), "a spec without providerSpec")
 }
 
 // garbageSpecs are provider spec values no provider can accept.
@@ -101,7 +101,7 @@ func checkValidateGarbage(t *T) error {
 		ctx, cancel := t.call()
 		spec := t.machine(0).Spec
 		spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: []byte(g)}
-		if err := wantInvalidConfiguration(t.env.p.Validate(ctx, spec), "providerSpec.value "+g); err != nil {
+		if err := wantInvalidConfiguration(t.env.p.Validate(ctx, spec, nil), "providerSpec.value "+g); err != nil {
 			errs = append(errs, err.Error())
 		}
 		cancel()

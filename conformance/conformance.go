@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/cassette"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	"k8s.io/client-go/kubernetes"
@@ -140,11 +140,13 @@ type env struct {
 	// so what Machines carry in every other check.
 	spec, defaulted json.RawMessage
 	prov            *runtime.Provider
-	p               cloud.ContextProvider
-	replay          *cassette.Replayer
-	denied          *deniedLog
-	loadErr         error
-	stateful        bool
+	// p is prov: its Delete answers as the module did (NOT_FOUND and
+	// IN_PROGRESS as errors), which checks judge.
+	p        *runtime.Provider
+	replay   *cassette.Replayer
+	denied   *deniedLog
+	loadErr  error
+	stateful bool
 	// neverDeletes is set once a Delete stayed in progress for its whole
 	// budget: later deletions get one call, not another budget each.
 	neverDeletes atomic.Bool
@@ -277,7 +279,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer rt.Close(context.WithoutCancel(ctx))
 	e.prov, e.loadErr = rt.LoadBytes(ctx, cfg.Name, wasm, runtime.WithPolicy(policy))
 	if e.loadErr == nil {
-		e.p = e.prov.ContextProvider()
+		e.p = e.prov
 		rep.SHA256 = e.prov.SHA256()
 		rep.Capabilities = e.prov.Declared().Names()
 		e.applyDefaults(ctx)
@@ -380,10 +382,10 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 // spec is used (and add-defaults.idempotent reports the failure).
 func (e *env) applyDefaults(ctx context.Context) {
 	e.defaulted = e.spec
-	ctx, cancel := context.WithTimeout(cloud.WithMachineNamespace(cassette.WithScope(ctx, "setup"), machineNamespace), e.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(provider.WithMachineNamespace(cassette.WithScope(ctx, "setup"), machineNamespace), e.cfg.CallTimeout)
 	defer cancel()
 	m := newMachine("wpc-setup", uid("setup"), e.spec)
-	if d, err := e.p.AddDefaults(ctx, m.Spec); err == nil && d.ProviderSpec.Value != nil && json.Valid(d.ProviderSpec.Value.Raw) {
+	if d, err := e.p.AddDefaults(ctx, m.Spec, nil); err == nil && d.ProviderSpec.Value != nil && json.Valid(d.ProviderSpec.Value.Raw) {
 		e.defaulted = d.ProviderSpec.Value.Raw
 	}
 }
@@ -423,5 +425,5 @@ func (t *T) cleanup() {
 // a Machine of machineNamespace, as a controller validating a Machine it
 // read passes its namespace: config_var may read Secrets there.
 func (t *T) call() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(cloud.WithMachineNamespace(t.ctx, machineNamespace), t.env.cfg.CallTimeout)
+	return context.WithTimeout(provider.WithMachineNamespace(t.ctx, machineNamespace), t.env.cfg.CallTimeout)
 }

@@ -181,29 +181,34 @@ func checkFuzz(t *T) error {
 			name string
 			do   func() error
 		}{
-			{"AddDefaults", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.AddDefaults(ctx, m.Spec); return err }},
-			{"Validate", func() error { ctx, c := t.call(); defer c(); return t.env.p.Validate(ctx, m.Spec) }},
+			{"AddDefaults", func() error {
+				ctx, c := t.call()
+				defer c()
+				_, err := t.env.p.AddDefaults(ctx, m.Spec, nil)
+				return err
+			}},
+			{"Validate", func() error { ctx, c := t.call(); defer c(); return t.env.p.Validate(ctx, m.Spec, nil) }},
 			{"GetCloudConfig", func() error {
 				ctx, c := t.call()
 				defer c()
-				_, _, err := t.env.p.GetCloudConfig(ctx, m.Spec)
+				_, _, err := t.env.p.GetCloudConfig(ctx, m.Spec, nil)
 				return err
 			}},
 			{"MachineMetricsLabels", func() error {
 				ctx, c := t.call()
 				defer c()
-				_, err := t.env.p.MachineMetricsLabels(ctx, cur())
+				_, err := t.env.p.MachineMetricsLabels(ctx, cur(), nil)
 				return err
 			}},
-			{"Get", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.Get(ctx, cur()); return err }},
+			{"Get", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.Get(ctx, cur(), nil); return err }},
 			{"Create", func() error {
 				ctx, c := t.call()
 				defer c()
 				_, err := t.env.p.Create(ctx, cur(), createData(store), ud)
 				return err
 			}},
-			{"Get after Create", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.Get(ctx, cur()); return err }},
-			{"MigrateUID", func() error { ctx, c := t.call(); defer c(); return t.env.p.MigrateUID(ctx, cur(), newUID) }},
+			{"Get after Create", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.Get(ctx, cur(), nil); return err }},
+			{"MigrateUID", func() error { ctx, c := t.call(); defer c(); return t.env.p.MigrateUID(ctx, cur(), newUID, nil) }},
 			{"Delete", func() error {
 				// Once each, by the old and the new UID: a fuzzed Machine
 				// may never be deletable, and retrying would only be slow.

@@ -131,7 +131,7 @@ func checkMigrateUID(t *T) error {
 	cur := t.current(m)
 	ctx, cancel := t.call()
 	defer cancel()
-	if err := t.env.p.MigrateUID(ctx, cur.DeepCopy(), newUID); err != nil {
+	if err := t.env.p.MigrateUID(ctx, cur.DeepCopy(), newUID, nil); err != nil {
 		return failf("MigrateUID failed: %s\nMigrateUID received: %s", describe(err), describeMachine(cur))
 	}
 	// The controller's migration replaces the Machine by one with the new
@@ -154,7 +154,7 @@ func checkMetricsSize(t *T) error {
 	ctx, cancel := t.call()
 	defer cancel()
 	m := t.machine(0)
-	labels, err := t.env.p.MachineMetricsLabels(ctx, m)
+	labels, err := t.env.p.MachineMetricsLabels(ctx, m, nil)
 	if err != nil {
 		return failf("MachineMetricsLabels failed: %s", describe(err))
 	}

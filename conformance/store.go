@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,7 +102,7 @@ func (s *machineStore) update(m *clusterv1alpha1.Machine) (*clusterv1alpha1.Mach
 // updater is machine-controller's MachineUpdater over the store: apply
 // modify to the Machine it was given and write it; on a conflict read the
 // Machine afresh and apply modify again (retry.RetryOnConflict).
-func (s *machineStore) updater() cloud.MachineUpdater {
+func (s *machineStore) updater() provider.MachineUpdater {
 	return func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 		base := m.DeepCopy()
 		var out *clusterv1alpha1.Machine

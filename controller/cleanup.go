@@ -7,24 +7,10 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	"k8s.io/client-go/util/workqueue"
 )
-
-// Cleaner is the deletion of machine-controller's current provider
-// contract. A provider from the ProviderSource that implements it is
-// deleted with Cleanup alone; one that does not keeps the seed's path,
-// Delete and then Get until the instance is not found.
-type Cleaner interface {
-	// Cleanup deletes machine's instance. done is true once nothing is
-	// left (including when there was nothing to delete); false means the
-	// deletion started and is not finished: the controller keeps the
-	// finalizer and calls Cleanup again later, with backoff. An error is
-	// retried as any reconcile error is (after its retry hint, if it
-	// carries one); a terminal one goes into the Machine's status.
-	Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) (done bool, err error)
-}
 
 // newDeleteBackoff is the per-Machine pace of Cleanup calls while a
 // deletion is in progress: PollInterval, doubling at every unfinished
@@ -33,12 +19,16 @@ func newDeleteBackoff(poll, max time.Duration) workqueue.TypedRateLimiter[string
 	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](poll, max)
 }
 
-// cleanup is reconcileDelete for a Cleaner: no Get, the finalizer goes once
-// Cleanup says done.
+// cleanup deletes a Machine's instance: the finalizer goes once Cleanup
+// says done (nothing left, including when there was nothing to delete).
+// Not done: the deletion started and is not finished; the finalizer stays
+// and Cleanup is called again later, with backoff. An error is retried as
+// any reconcile error is (after its retry hint, if it carries one); a
+// terminal one goes into the Machine's status.
 func (c *Controller) cleanup(ctx context.Context, log logger, m *clusterv1alpha1.Machine,
-	cl Cleaner, data *cloud.MachineCreateDeleteData) (result, error) {
+	prov provider.Interface, data *provider.Data) (result, error) {
 	key := keyOf(m)
-	done, err := cl.Cleanup(ctx, m, data)
+	done, err := prov.Cleanup(ctx, m, data)
 	if err != nil {
 		return c.fail(ctx, m, fmt.Errorf("deleting instance: %w", err))
 	}

@@ -8,17 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // cleanerCloud is a memCloud with machine-controller's current deletion:
-// Cleanup answers from script (then the last answer forever), and the
-// seed's Get and Delete are counted while the Machine is being deleted —
-// a Cleaner must not be deleted through them.
+// Cleanup answers from script (then the last answer forever), and Get is
+// counted while the Machine is being deleted: the controller deletes
+// through Cleanup alone.
 type cleanerCloud struct {
 	*memCloud
 
@@ -26,7 +27,7 @@ type cleanerCloud struct {
 	script []bool
 	err    error // returned (once) by the next Cleanup
 	calls  []cleanupCall
-	seed   int // Get or Delete on a deleting Machine
+	seed   int // Get on a deleting Machine
 }
 
 type cleanupCall struct {
@@ -34,11 +35,11 @@ type cleanupCall struct {
 	hadFinalizer bool
 }
 
-func (p *cleanerCloud) Cleanup(_ context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) (bool, error) {
+func (p *cleanerCloud) Cleanup(_ context.Context, m *clusterv1alpha1.Machine, data *provider.Data) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, cleanupCall{time.Now(), slices.Contains(m.Finalizers, FinalizerDeleteInstance)})
-	if data == nil || data.Updater == nil {
+	if data == nil || data.Update == nil {
 		return false, errors.New("no updater")
 	}
 	if err := p.err; err != nil {
@@ -54,14 +55,9 @@ func (p *cleanerCloud) Cleanup(_ context.Context, m *clusterv1alpha1.Machine, da
 	return done, nil
 }
 
-func (p *cleanerCloud) Get(ctx context.Context, m *clusterv1alpha1.Machine) (instance.Instance, error) {
+func (p *cleanerCloud) Get(ctx context.Context, m *clusterv1alpha1.Machine, data *provider.Data) (instance.Instance, error) {
 	p.countSeed(m)
-	return p.memCloud.Get(ctx, m)
-}
-
-func (p *cleanerCloud) Delete(ctx context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
-	p.countSeed(m)
-	return p.memCloud.Delete(ctx, m, data)
+	return p.memCloud.Get(ctx, m, data)
 }
 
 func (p *cleanerCloud) countSeed(m *clusterv1alpha1.Machine) {
@@ -87,7 +83,7 @@ func newCleanerHarness(t *testing.T, script []bool, mutate func(*Options)) (*har
 		}
 	})
 	cc = &cleanerCloud{memCloud: h.cloud, script: script}
-	h.ctrl.opts.Providers = NewMapSource(map[string]cloud.ContextProvider{"mem": cc})
+	h.ctrl.opts.Providers = NewMapSource(map[string]provider.Interface{"mem": cc})
 	return h, cc
 }
 
@@ -119,7 +115,7 @@ func TestCleanupLoopRemovesFinalizerOnlyWhenDone(t *testing.T) {
 		}
 	}
 	if seed != 0 {
-		t.Errorf("%d seed Get/Delete calls on the deleting Machine, want 0 (Cleanup replaces Delete-then-Get)", seed)
+		t.Errorf("%d Get calls on the deleting Machine, want 0 (the controller deletes through Cleanup alone)", seed)
 	}
 	if got := testutil.ToFloat64(h.ctrl.metrics.deletes); got != 1 {
 		t.Errorf("instance deletes = %v, want 1 (one finished deletion)", got)
@@ -182,7 +178,7 @@ func TestCleanupInProgressForeverKeepsFinalizerAndBacksOff(t *testing.T) {
 		t.Fatalf("finalizer gone while deletion is still in progress: present %v, %v", ok, m)
 	}
 	if seed != 0 {
-		t.Errorf("%d seed Get/Delete calls on the deleting Machine, want 0", seed)
+		t.Errorf("%d Get calls on the deleting Machine, want 0", seed)
 	}
 	if got := testutil.ToFloat64(h.ctrl.metrics.deletes); got != 0 {
 		t.Errorf("instance deletes = %v, want 0", got)

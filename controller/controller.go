@@ -1,5 +1,5 @@
 // Package controller reconciles cluster.k8s.io/v1alpha1 Machines with
-// machine-controller's semantics, using any cloud.ContextProvider — in
+// machine-controller's semantics, using any provider.Interface — in
 // particular the WebAssembly providers of package runtime — found by the
 // Machine's providerSpec.value.cloudProvider.
 //

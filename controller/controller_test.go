@@ -12,8 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,7 +56,7 @@ func newHarness(t *testing.T, mutate func(*Options)) *harness {
 	opts := Options{
 		Machines:     h.machines,
 		Kube:         fake.NewClientset(pv),
-		Providers:    NewMapSource(map[string]cloud.ContextProvider{"mem": h.cloud}),
+		Providers:    NewMapSource(map[string]provider.Interface{"mem": h.cloud}),
 		Workers:      3,
 		PollInterval: 20 * time.Millisecond,
 		RateLimiter:  workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 100*time.Millisecond),

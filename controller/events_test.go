@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/tools/record"
@@ -53,10 +53,10 @@ func (l *eventLog) all() []string {
 // as a registry does before and after a module is loaded or unloaded.
 type switchableSource struct {
 	on  atomic.Bool
-	mem cloud.ContextProvider
+	mem provider.Interface
 }
 
-func (s *switchableSource) Get(name string) (cloud.ContextProvider, error) {
+func (s *switchableSource) Provider(name string) (provider.Interface, error) {
 	if name == "mem" && s.on.Load() {
 		return s.mem, nil
 	}

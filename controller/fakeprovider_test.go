@@ -7,9 +7,10 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
-	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 
@@ -18,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// memCloud is a cloud.ContextProvider backed by a map: one server per
-// Machine UID. Its spec is {"size": "...", "invalid": bool}.
+// memCloud is a provider.Interface backed by a map: one server per
+// Machine UID. Its spec is {"size": "...", "invalid": bool}. Its Cleanup
+// is the seed's deletion (cloud.FromSeed's): Get, then Delete and "not
+// done" until Get finds nothing.
 type memCloud struct {
 	mu      sync.Mutex
 	servers map[types.UID]*instance.Static
@@ -65,11 +68,11 @@ func memSpecOf(s clusterv1alpha1.MachineSpec) (memSpec, error) {
 	return out, nil
 }
 
-func (p *memCloud) AddDefaults(_ context.Context, s clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
+func (p *memCloud) AddDefaults(_ context.Context, s clusterv1alpha1.MachineSpec, _ *provider.Data) (clusterv1alpha1.MachineSpec, error) {
 	return s, nil
 }
 
-func (p *memCloud) Validate(_ context.Context, s clusterv1alpha1.MachineSpec) error {
+func (p *memCloud) Validate(_ context.Context, s clusterv1alpha1.MachineSpec, _ *provider.Data) error {
 	spec, err := memSpecOf(s)
 	if err != nil {
 		return err
@@ -84,7 +87,7 @@ func (p *memCloud) Validate(_ context.Context, s clusterv1alpha1.MachineSpec) er
 	return nil
 }
 
-func (p *memCloud) Get(_ context.Context, m *clusterv1alpha1.Machine) (instance.Instance, error) {
+func (p *memCloud) Get(_ context.Context, m *clusterv1alpha1.Machine, _ *provider.Data) (instance.Instance, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.failGet > 0 {
@@ -107,11 +110,11 @@ func (p *memCloud) Get(_ context.Context, m *clusterv1alpha1.Machine) (instance.
 	return &cp, nil
 }
 
-func (p *memCloud) GetCloudConfig(context.Context, clusterv1alpha1.MachineSpec) (string, string, error) {
+func (p *memCloud) GetCloudConfig(context.Context, clusterv1alpha1.MachineSpec, *provider.Data) (string, string, error) {
 	return "", "", nil
 }
 
-func (p *memCloud) Create(ctx context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData, _ string) (instance.Instance, error) {
+func (p *memCloud) Create(ctx context.Context, m *clusterv1alpha1.Machine, data *provider.Data, _ string) (instance.Instance, error) {
 	p.mu.Lock()
 	started, release := p.createStarted, p.createRelease
 	p.finalizersAtCreate = append(p.finalizersAtCreate, slices.Clone(m.Finalizers))
@@ -123,7 +126,7 @@ func (p *memCloud) Create(ctx context.Context, m *clusterv1alpha1.Machine, data 
 		p.createCtxErr = ctx.Err()
 		p.mu.Unlock()
 	}
-	if data == nil || data.Updater == nil {
+	if data == nil || data.Update == nil {
 		return nil, errors.New("no updater")
 	}
 	p.mu.Lock()
@@ -139,10 +142,21 @@ func (p *memCloud) Create(ctx context.Context, m *clusterv1alpha1.Machine, data 
 	return &cp, nil
 }
 
-func (p *memCloud) Delete(_ context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) error {
+func (p *memCloud) Cleanup(ctx context.Context, m *clusterv1alpha1.Machine, data *provider.Data) (bool, error) {
+	_, err := p.Get(ctx, m, nil)
+	switch {
+	case cloudprovidererrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return false, p.delete(ctx, m, data)
+}
+
+func (p *memCloud) delete(ctx context.Context, m *clusterv1alpha1.Machine, data *provider.Data) error {
 	n := 0
-	if data != nil && data.PVLister != nil {
-		pvs, err := data.PVLister.List(labels.Everything())
+	if data != nil && data.ListPersistentVolumes != nil {
+		pvs, err := data.ListPersistentVolumes(ctx, labels.Everything())
 		if err != nil {
 			return err
 		}
@@ -161,7 +175,7 @@ func (p *memCloud) Delete(_ context.Context, m *clusterv1alpha1.Machine, data *c
 	return nil
 }
 
-func (p *memCloud) MachineMetricsLabels(_ context.Context, m *clusterv1alpha1.Machine) (map[string]string, error) {
+func (p *memCloud) MachineMetricsLabels(_ context.Context, m *clusterv1alpha1.Machine, _ *provider.Data) (map[string]string, error) {
 	spec, err := memSpecOf(m.Spec)
 	if err != nil {
 		return nil, err
@@ -169,7 +183,13 @@ func (p *memCloud) MachineMetricsLabels(_ context.Context, m *clusterv1alpha1.Ma
 	return map[string]string{"size": spec.Size}, nil
 }
 
-func (p *memCloud) MigrateUID(context.Context, *clusterv1alpha1.Machine, types.UID) error { return nil }
+func (p *memCloud) MigrateUID(context.Context, *clusterv1alpha1.Machine, types.UID, *provider.Data) error {
+	return nil
+}
+
+func (p *memCloud) SetMetricsForMachines(context.Context, clusterv1alpha1.MachineList, *provider.Data) error {
+	return nil
+}
 
 func (p *memCloud) count() int {
 	p.mu.Lock()

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -29,7 +29,7 @@ func TestLeaderElectionOneReconcilerAndHandover(t *testing.T) {
 	}
 	start := func(id string) *replica {
 		c, err := New(Options{Machines: machines, Kube: kube, Logger: quietLogger(), PollInterval: 20 * time.Millisecond,
-			Providers: NewMapSource(map[string]cloud.ContextProvider{"mem": mem}), Registerer: prometheus.NewRegistry()})
+			Providers: NewMapSource(map[string]provider.Interface{"mem": mem}), Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -41,7 +41,7 @@ func (r *leadReplica) seen() []bool {
 func startLeadReplica(t *testing.T, kube kubernetes.Interface, le LeaderElection, id string) *leadReplica {
 	t.Helper()
 	c, err := New(Options{Machines: newFakeMachines(), Kube: kube, Logger: quietLogger(),
-		Providers: NewMapSource(map[string]cloud.ContextProvider{"mem": newMemCloud()}), Registerer: prometheus.NewRegistry()})
+		Providers: NewMapSource(map[string]provider.Interface{"mem": newMemCloud()}), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -92,7 +92,7 @@ func (m *metrics) register(r prometheus.Registerer) error {
 // observeLabels records the provider's MachineMetricsLabels for m. They
 // are asked once per Machine generation, during reconcile, so a scrape
 // never calls into a provider.
-func (m *metrics) observeLabels(ctx context.Context, log logger, machine *clusterv1alpha1.Machine, prov cloud.ContextProvider, provName string) {
+func (m *metrics) observeLabels(ctx context.Context, log logger, machine *clusterv1alpha1.Machine, prov provider.Interface, provName string) {
 	key := keyOf(machine)
 	m.mu.Lock()
 	cached, ok := m.labels[key]
@@ -100,7 +100,7 @@ func (m *metrics) observeLabels(ctx context.Context, log logger, machine *cluste
 	if ok && cached.generation == machine.Generation {
 		return
 	}
-	labels, err := prov.MachineMetricsLabels(ctx, machine)
+	labels, err := prov.MachineMetricsLabels(ctx, machine, nil)
 	if err != nil {
 		log.Info("MachineMetricsLabels failed", "err", err)
 		return

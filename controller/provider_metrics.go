@@ -9,15 +9,10 @@ import (
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
 )
 
-// MetricsSetter is machine-controller's SetMetricsForMachines. A provider
-// from the ProviderSource that implements it is handed, every
-// Options.MetricsInterval, the Machines whose cloudProvider names it; what
-// it reports is exposed by whoever exposes the provider (for wasmprov's
-// runtime: runtime/metrics' GuestCollector, on the same /metrics as the
-// controller's own metrics). The controller itself exposes nothing of it.
-type MetricsSetter interface {
-	SetMetricsForMachines(ctx context.Context, machines clusterv1alpha1.MachineList) error
-}
+// What a provider reports is exposed by whoever exposes the provider (for
+// wasmprov's runtime: runtime/metrics' GuestCollector, on the same
+// /metrics as the controller's own metrics); the controller itself
+// exposes nothing of it.
 
 // runProviderMetrics calls setProviderMetrics every MetricsInterval until
 // stop is done, the first time right away. Its calls run on callCtx, like
@@ -39,7 +34,7 @@ func (c *Controller) runProviderMetrics(stop, callCtx context.Context) {
 	}
 }
 
-// setProviderMetrics hands each provider that implements MetricsSetter its
+// setProviderMetrics hands each provider, with SetMetricsForMachines, its
 // Machines from the informer's cache. A provider that had Machines in the
 // previous round (prev) and has none now gets an empty list, so its
 // samples do not go on describing Machines that are gone. It returns the
@@ -70,18 +65,14 @@ func (c *Controller) setProviderMetrics(ctx context.Context, prev map[string]boo
 	sort.Strings(names)
 	called := map[string]bool{}
 	for _, name := range names {
-		prov, err := c.opts.Providers.Get(name)
+		prov, err := c.opts.Providers.Provider(name)
 		if err != nil {
 			continue // not loaded (yet): reconcile retries and logs those Machines
-		}
-		ms, ok := prov.(MetricsSetter)
-		if !ok {
-			continue
 		}
 		list := byProvider[name]
 		sort.Slice(list.Items, func(i, j int) bool { return keyOf(&list.Items[i]) < keyOf(&list.Items[j]) })
 		called[name] = len(list.Items) > 0
-		if err := ms.SetMetricsForMachines(ctx, *list); err != nil {
+		if err := prov.SetMetricsForMachines(ctx, *list, nil); err != nil {
 			c.metrics.providerMetricsErrors.WithLabelValues(name).Inc()
 			c.log.Warn("SetMetricsForMachines failed", "provider", name, "machines", len(list.Items), "err", err)
 		}

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -28,7 +29,7 @@ type metricsCloud struct {
 	fail  int        // the next calls that fail
 }
 
-func (p *metricsCloud) SetMetricsForMachines(_ context.Context, l clusterv1alpha1.MachineList) error {
+func (p *metricsCloud) SetMetricsForMachines(_ context.Context, l clusterv1alpha1.MachineList, _ *provider.Data) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var names []string
@@ -59,8 +60,8 @@ func TestSetMetricsForMachinesReachesControllerMetrics(t *testing.T) {
 	mc := &metricsCloud{memCloud: h.cloud, fail: 1, gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "wasmprov_guest_mem_machines", Help: "Machines of the mem provider."}, []string{"scope"})}
 	h.reg.MustRegister(mc.gauge)
-	other := newMemCloud() // no SetMetricsForMachines: never asked
-	h.ctrl.opts.Providers = NewMapSource(map[string]cloud.ContextProvider{"mem": mc, "other": other})
+	other := newMemCloud() // its SetMetricsForMachines does nothing
+	h.ctrl.opts.Providers = NewMapSource(map[string]provider.Interface{"mem": mc, "other": other})
 	h.start()
 	provision(t, h, "b")
 	provision(t, h, "a")
@@ -102,7 +103,7 @@ wasmprov_controller_set_metrics_errors_total{provider="mem"} 1
 func TestMetricsIntervalNegativeDisables(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.MetricsInterval = -1 })
 	mc := &metricsCloud{memCloud: h.cloud, gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "g"}, []string{"scope"})}
-	h.ctrl.opts.Providers = NewMapSource(map[string]cloud.ContextProvider{"mem": mc})
+	h.ctrl.opts.Providers = NewMapSource(map[string]provider.Interface{"mem": mc})
 	h.start()
 	provision(t, h, "a")
 	time.Sleep(50 * time.Millisecond)

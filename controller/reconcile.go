@@ -11,9 +11,9 @@ import (
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
-	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/provider"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,10 +34,8 @@ type result struct {
 // reconcile brings one Machine closer to its desired state, following
 // machine-controller's Reconcile:
 //
-//   - deleting, with a provider that is a Cleaner: Cleanup; done → remove
-//     the finalizer; in progress → call again later, with backoff.
-//   - deleting, otherwise: Get; not found → remove the finalizer;
-//     otherwise Delete and look again until Get says not found.
+//   - deleting: Cleanup; done → remove the finalizer; in progress → call
+//     again later, with backoff.
 //   - otherwise: Get; not found → add the finalizer, Validate, then Create;
 //     found → set spec.providerID and status.addresses, clear errors.
 //
@@ -68,7 +66,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (result, error) 
 		return c.terminal(ctx, m, clusterv1alpha1.InvalidConfigurationMachineError,
 			fmt.Sprintf("invalid providerSpec: %v", err))
 	}
-	prov, err := c.opts.Providers.Get(string(cfg.CloudProvider))
+	prov, err := c.opts.Providers.Provider(string(cfg.CloudProvider))
 	if err != nil {
 		// Retried with backoff, the finalizer untouched, deleting or not:
 		// the provider may be loaded later (a module added to the
@@ -80,16 +78,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) (result, error) 
 		}
 		return result{}, fmt.Errorf("cloud provider %q: %w", cfg.CloudProvider, err)
 	}
-	data := &cloud.MachineCreateDeleteData{Updater: c.Updater(ctx), PVLister: c.pvLister}
+	// Create and Cleanup may persist changes of the Machine and list
+	// PersistentVolumes, as machine-controller's MachineCreateDeleteData
+	// lets them; the other methods get no call data, as there.
+	data := c.callData(ctx)
 
 	if m.DeletionTimestamp != nil {
-		if cl, ok := prov.(Cleaner); ok {
-			return c.cleanup(ctx, log, m, cl, data)
-		}
-		return c.reconcileDelete(ctx, log, m, prov, data)
+		return c.cleanup(ctx, log, m, prov, data)
 	}
 
-	inst, err := prov.Get(ctx, m)
+	inst, err := prov.Get(ctx, m, nil)
 	switch {
 	case err == nil:
 	case cloudprovidererrors.IsNotFound(err):
@@ -101,7 +99,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (result, error) 
 }
 
 func (c *Controller) create(ctx context.Context, log logger, m *clusterv1alpha1.Machine,
-	prov cloud.ContextProvider, data *cloud.MachineCreateDeleteData) (result, error) {
+	prov provider.Interface, data *provider.Data) (result, error) {
 	// The finalizer goes on before the instance exists: whatever happens
 	// next (a crash mid-Create included), deletion will look for it.
 	if !slices.Contains(m.Finalizers, FinalizerDeleteInstance) {
@@ -117,7 +115,7 @@ func (c *Controller) create(ctx context.Context, log logger, m *clusterv1alpha1.
 	}
 	// There is no admission webhook here, so Validate runs before Create,
 	// as machine-controller's webhook would have run it.
-	if err := prov.Validate(cloud.WithMachineNamespace(ctx, m.Namespace), m.Spec); err != nil {
+	if err := prov.Validate(provider.WithMachineNamespace(ctx, m.Namespace), m.Spec, nil); err != nil {
 		return c.fail(ctx, m, fmt.Errorf("validating machine: %w", err))
 	}
 	userdata, err := c.opts.Userdata.Userdata(ctx, m, prov)
@@ -136,7 +134,7 @@ func (c *Controller) create(ctx context.Context, log logger, m *clusterv1alpha1.
 }
 
 func (c *Controller) found(ctx context.Context, log logger, m *clusterv1alpha1.Machine,
-	prov cloud.ContextProvider, provName string, inst instance.Instance) (result, error) {
+	prov provider.Interface, provName string, inst instance.Instance) (result, error) {
 	pid := inst.ProviderID()
 	addrs := addresses(inst.Addresses())
 	needSpec := pid != "" && (m.Spec.ProviderID == nil || *m.Spec.ProviderID != pid)
@@ -162,31 +160,6 @@ func (c *Controller) found(ctx context.Context, log logger, m *clusterv1alpha1.M
 		return result{requeueAfter: c.opts.PollInterval}, nil
 	}
 	return result{}, nil
-}
-
-func (c *Controller) reconcileDelete(ctx context.Context, log logger, m *clusterv1alpha1.Machine,
-	prov cloud.ContextProvider, data *cloud.MachineCreateDeleteData) (result, error) {
-	_, err := prov.Get(ctx, m)
-	switch {
-	case cloudprovidererrors.IsNotFound(err):
-		if _, err := c.updateMachine(ctx, m, func(m *clusterv1alpha1.Machine) {
-			m.Finalizers = slices.DeleteFunc(m.Finalizers, func(f string) bool { return f == FinalizerDeleteInstance })
-		}); err != nil {
-			return result{}, fmt.Errorf("removing finalizer: %w", err)
-		}
-		log.Info("instance gone, finalizer removed")
-		c.metrics.forget(keyOf(m))
-		return result{}, nil
-	case err != nil:
-		return c.fail(ctx, m, fmt.Errorf("getting instance for deletion: %w", err))
-	}
-	log.Info("deleting instance")
-	if err := prov.Delete(ctx, m, data); err != nil {
-		return c.fail(ctx, m, fmt.Errorf("deleting instance: %w", err))
-	}
-	c.metrics.deletes.Inc()
-	// Keep the finalizer until Get says the instance is gone.
-	return result{requeueAfter: c.opts.PollInterval}, nil
 }
 
 // fail turns a provider error into a result: terminal errors go into the

@@ -2,35 +2,35 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 )
 
 // ProviderSource finds the provider for a cloudProvider name. A plain map
 // (MapSource) does; so does runtime/registry's hot-reloading Registry,
 // whose handles always route to the provider's current version.
 type ProviderSource interface {
-	Get(name string) (cloud.ContextProvider, error)
+	Provider(name string) (provider.Interface, error)
 }
 
 // ErrUnknownProvider is returned (wrapped) by a ProviderSource that has no
-// provider of the requested name. The controller retries such Machines with
-// backoff: a provider directory may gain the module later.
-var ErrUnknownProvider = errors.New("unknown cloud provider")
+// provider of the requested name (runtime/registry's ErrProviderNotFound
+// is the same error). The controller retries such Machines with backoff:
+// a provider directory may gain the module later.
+var ErrUnknownProvider = provider.ErrProviderNotFound
 
 // MapSource is a fixed set of providers, safe for concurrent use.
 type MapSource struct {
 	mu sync.RWMutex
-	m  map[string]cloud.ContextProvider
+	m  map[string]provider.Interface
 }
 
 // NewMapSource returns a MapSource holding m (copied).
-func NewMapSource(m map[string]cloud.ContextProvider) *MapSource {
-	s := &MapSource{m: map[string]cloud.ContextProvider{}}
+func NewMapSource(m map[string]provider.Interface) *MapSource {
+	s := &MapSource{m: map[string]provider.Interface{}}
 	for k, v := range m {
 		s.m[k] = v
 	}
@@ -38,14 +38,14 @@ func NewMapSource(m map[string]cloud.ContextProvider) *MapSource {
 }
 
 // Set adds or replaces the provider called name.
-func (s *MapSource) Set(name string, p cloud.ContextProvider) {
+func (s *MapSource) Set(name string, p provider.Interface) {
 	s.mu.Lock()
 	s.m[name] = p
 	s.mu.Unlock()
 }
 
-// Get implements ProviderSource.
-func (s *MapSource) Get(name string) (cloud.ContextProvider, error) {
+// Provider implements ProviderSource.
+func (s *MapSource) Provider(name string) (provider.Interface, error) {
 	s.mu.RLock()
 	p, ok := s.m[name]
 	s.mu.RUnlock()
@@ -56,28 +56,28 @@ func (s *MapSource) Get(name string) (cloud.ContextProvider, error) {
 }
 
 // ProviderSourceFunc adapts a function to ProviderSource.
-type ProviderSourceFunc func(name string) (cloud.ContextProvider, error)
+type ProviderSourceFunc func(name string) (provider.Interface, error)
 
-// Get implements ProviderSource.
-func (f ProviderSourceFunc) Get(name string) (cloud.ContextProvider, error) { return f(name) }
+// Provider implements ProviderSource.
+func (f ProviderSourceFunc) Provider(name string) (provider.Interface, error) { return f(name) }
 
 // UserdataSource renders the userdata (cloud-init, Ignition...) passed to
 // Create. machine-controller renders it from its OS plugins; wasmprov keeps
 // that pluggable and ships a placeholder.
 type UserdataSource interface {
-	Userdata(ctx context.Context, machine *clusterv1alpha1.Machine, provider cloud.ContextProvider) (string, error)
+	Userdata(ctx context.Context, machine *clusterv1alpha1.Machine, p provider.Interface) (string, error)
 }
 
 // UserdataFunc adapts a function to UserdataSource.
-type UserdataFunc func(ctx context.Context, machine *clusterv1alpha1.Machine, provider cloud.ContextProvider) (string, error)
+type UserdataFunc func(ctx context.Context, machine *clusterv1alpha1.Machine, p provider.Interface) (string, error)
 
 // Userdata implements UserdataSource.
-func (f UserdataFunc) Userdata(ctx context.Context, m *clusterv1alpha1.Machine, p cloud.ContextProvider) (string, error) {
+func (f UserdataFunc) Userdata(ctx context.Context, m *clusterv1alpha1.Machine, p provider.Interface) (string, error) {
 	return f(ctx, m, p)
 }
 
 // PlaceholderUserdata is a minimal cloud-config naming the host after the
 // Machine. It joins no cluster: plug in a real UserdataSource for that.
-var PlaceholderUserdata UserdataSource = UserdataFunc(func(_ context.Context, m *clusterv1alpha1.Machine, _ cloud.ContextProvider) (string, error) {
+var PlaceholderUserdata UserdataSource = UserdataFunc(func(_ context.Context, m *clusterv1alpha1.Machine, _ provider.Interface) (string, error) {
 	return fmt.Sprintf("#cloud-config\nhostname: %s\n", m.Name), nil
 })

@@ -6,19 +6,42 @@ import (
 	"log/slog"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 )
 
 type logger = *slog.Logger
 
-// Updater returns the cloud.MachineUpdater handed to providers in
-// MachineCreateDeleteData: it applies modify to the Machine and persists
+// callData is what Create and Cleanup get: the Updater, and the
+// PersistentVolumes of the informer's cache (none without a Kubernetes
+// clientset: pv_list answers UNAVAILABLE).
+func (c *Controller) callData(ctx context.Context) *provider.Data {
+	d := &provider.Data{Update: c.Updater(ctx)}
+	if l := c.pvLister; l != nil {
+		d.ListPersistentVolumes = func(_ context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {
+			pvs, err := l.List(sel)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]corev1.PersistentVolume, 0, len(pvs))
+			for _, pv := range pvs {
+				out = append(out, *pv)
+			}
+			return out, nil
+		}
+	}
+	return d
+}
+
+// Updater returns the provider.MachineUpdater handed to providers in
+// Create's and Cleanup's Data: it applies modify to the Machine and persists
 // it, re-reading the Machine and re-applying modify on a conflict.
-func (c *Controller) Updater(ctx context.Context) cloud.MachineUpdater {
+func (c *Controller) Updater(ctx context.Context) provider.MachineUpdater {
 	return func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 		return c.updateMachine(ctx, m, modify)
 	}

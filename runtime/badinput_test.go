@@ -64,7 +64,7 @@ func TestLoadRejectsInvalidModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Get(newMachine("m", "u", map[string]any{})); err != nil {
+	if _, err := cloud.SeedProvider(p, nil).Get(newMachine("m", "u", map[string]any{})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -111,7 +111,7 @@ func TestTrapInEveryMethod(t *testing.T) {
 	}
 	m := newMachine("m", "u", map[string]any{})
 	for round := 0; round < 2; round++ {
-		for method, err := range allMethods(p, m) {
+		for method, err := range allMethods(cloud.SeedProvider(p, nil), m) {
 			if !errors.Is(err, runtime.ErrTrap) || runtime.ErrorClass(err) != runtime.ClassTrap {
 				t.Errorf("%s: want a trap error, got %v", method, err)
 			}
@@ -138,7 +138,7 @@ func TestPanicInEveryMethod(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newMachine("m", "u", map[string]any{})
-	for method, err := range allMethods(p, m) {
+	for method, err := range allMethods(cloud.SeedProvider(p, nil), m) {
 		if !errors.Is(err, runtime.ErrGuestPanic) || runtime.ErrorClass(err) != runtime.ClassTrap {
 			t.Errorf("%s: want a guest panic, got %v", method, err)
 			continue
@@ -162,14 +162,14 @@ func TestInvalidResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := status.Validate(m.Spec); !errors.Is(err, runtime.ErrBadResult) || !strings.Contains(err.Error(), "unknown status 99") {
+	if err := cloud.SeedProvider(status, nil).Validate(m.Spec); !errors.Is(err, runtime.ErrBadResult) || !strings.Contains(err.Error(), "unknown status 99") {
 		t.Errorf("bad status: %v", err)
 	}
 	output, err := rt.LoadBytes(ctx, "bad_output", readFixture(t, "bad_output"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := output.Get(m); !errors.Is(err, runtime.ErrBadResult) || !strings.Contains(err.Error(), "Get returned status OK with an output that is not an Instance document") {
+	if _, err := cloud.SeedProvider(output, nil).Get(m); !errors.Is(err, runtime.ErrBadResult) || !strings.Contains(err.Error(), "Get returned status OK with an output that is not an Instance document") {
 		t.Errorf("bad output: %v", err)
 	}
 }
@@ -185,7 +185,7 @@ func TestInvalidProviderSpecIsTerminalAndNeverReachesTheGuest(t *testing.T) {
 	}
 	m := newMachine("m", "u", map[string]any{})
 	m.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: []byte(`{"cloudProvider": "fake", oops}`)}
-	for method, err := range allMethods(p, m) {
+	for method, err := range allMethods(cloud.SeedProvider(p, nil), m) {
 		ok, reason, msg := cloudprovidererrors.IsTerminalError(err)
 		if !ok || reason != clusterv1alpha1.InvalidConfigurationMachineError || !strings.Contains(msg, "not valid JSON") {
 			t.Errorf("%s: want terminal InvalidConfiguration, got %v", method, err)
@@ -207,9 +207,9 @@ func TestPolicyCallTimeoutStopsRunawayGuest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var _ cloud.Provider = p // the seed interface has no context: the policy's timeout applies
+	var _ cloud.Provider = cloud.SeedProvider(p, nil) // the seed interface has no context: the policy's timeout applies
 	start := time.Now()
-	err = p.Validate(newMachine("m", "u", map[string]any{}).Spec)
+	err = cloud.SeedProvider(p, nil).Validate(newMachine("m", "u", map[string]any{}).Spec)
 	if !errors.Is(err, runtime.ErrTimeout) {
 		t.Fatalf("want timeout, got %v", err)
 	}
@@ -228,7 +228,7 @@ func TestClosedProviderRefusesCalls(t *testing.T) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Get(newMachine("m", "u", map[string]any{})); !errors.Is(err, runtime.ErrProviderClosed) {
+	if _, err := cloud.SeedProvider(p, nil).Get(newMachine("m", "u", map[string]any{})); !errors.Is(err, runtime.ErrProviderClosed) {
 		t.Fatalf("want ErrProviderClosed, got %v", err)
 	}
 	if live := p.PoolStats().Live; live != 0 {
@@ -255,7 +255,7 @@ func TestCallTimeoutTimerIsReusedWithoutFalseAlarms(t *testing.T) {
 	n, slow := 0, 0
 	for time.Now().Before(deadline) {
 		start := time.Now()
-		err := p.Validate(spec)
+		err := cloud.SeedProvider(p, nil).Validate(spec)
 		took := time.Since(start)
 		switch {
 		case err == nil:
@@ -285,7 +285,7 @@ func TestInstancesAreRecycledAfterTheirCallBudget(t *testing.T) {
 	}
 	spec := newMachine("m", "u", map[string]any{}).Spec
 	for i := 0; i < 10; i++ {
-		if err := p.Validate(spec); err != nil {
+		if err := cloud.SeedProvider(p, nil).Validate(spec); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/wasmprov/wasmprov/examples/fake/fakeprovider"
 	"github.com/wasmprov/wasmprov/guests/go/provider"
 	"github.com/wasmprov/wasmprov/internal/testguest"
+	wprovider "github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/native"
 
@@ -62,7 +63,7 @@ func BenchmarkEmptyCall(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := p.Validate(spec); err != nil {
+				if err := p.Validate(ctx, spec, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -75,7 +76,7 @@ func BenchmarkEmptyCall(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := p.Validate(spec); err != nil {
+			if err := p.Validate(ctx, spec, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -110,14 +111,12 @@ func BenchmarkValidate(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name string
-		p    interface {
-			Validate(clusterv1alpha1.MachineSpec) error
-		}
+		p    wprovider.Interface
 	}{{"wasm", wasm}, {"wasm-uninterruptible", wasmU}, {"native", inProcess}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := bc.p.Validate(m.Spec); err != nil {
+				if err := bc.p.Validate(ctx, m.Spec, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

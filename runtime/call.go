@@ -258,8 +258,8 @@ func (p *Provider) contextError(m abi.Method, err error) error {
 	return &CallError{Provider: p.name, Method: m, Class: ClassTransient, Err: err}
 }
 
-// progressError is an IN_PROGRESS answer as an error (the seed's Delete
-// has no other way to say it): ErrDeletionInProgress with the guest's note.
+// progressError is an IN_PROGRESS answer as an error (Delete returns the
+// module's answer as it gave it): ErrDeletionInProgress with its note.
 type progressError struct{ note string }
 
 func (e *progressError) Error() string {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
@@ -37,7 +39,7 @@ func TestCleanupInProgressFromWasm(t *testing.T) {
 	}
 	for i := range 3 {
 		var done bool
-		d := discarded(declared, func() { done, err = declared.Calls().Cleanup(ctx, m, nil) })
+		d := discarded(declared, func() { done, err = declared.Cleanup(ctx, m, nil) })
 		if err != nil || done {
 			t.Fatalf("call %d: Cleanup = %v, %v; want false, nil", i, done, err)
 		}
@@ -46,7 +48,7 @@ func TestCleanupInProgressFromWasm(t *testing.T) {
 		}
 	}
 	// The seed's Delete has no "not finished": a retriable error.
-	err = declared.ContextProvider().Delete(ctx, m, nil)
+	err = declared.Delete(ctx, m, nil)
 	expectCallError(t, err, runtime.ClassTransient, runtime.ErrDeletionInProgress)
 
 	// Without the bit, 5 is a lie about the protocol, not progress.
@@ -55,7 +57,7 @@ func TestCleanupInProgressFromWasm(t *testing.T) {
 		t.Fatal(err)
 	}
 	var done bool
-	d := discarded(undeclared, func() { done, err = undeclared.Calls().Cleanup(ctx, m, nil) })
+	d := discarded(undeclared, func() { done, err = undeclared.Cleanup(ctx, m, nil) })
 	expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "does not declare the async_delete capability")
 	if done || d != 1 {
 		t.Errorf("undeclared IN_PROGRESS: done=%v discarded=%d, want false and 1", done, d)
@@ -107,7 +109,7 @@ func TestCleanupAcrossCalls(t *testing.T) {
 	m := newMachine("worker-1", "u-1", map[string]any{})
 	var got []bool
 	for range 3 {
-		done, err := p.Calls().Cleanup(ctx, m, nil)
+		done, err := p.Cleanup(ctx, m, nil)
 		if err != nil {
 			t.Fatalf("Cleanup: %v", err)
 		}
@@ -117,35 +119,39 @@ func TestCleanupAcrossCalls(t *testing.T) {
 	if want := []bool{false, false, true}; !slices.Equal(got, want) {
 		t.Errorf("Cleanup answered %v, want %v", got, want)
 	}
-	// NOT_FOUND from Delete is the guest's answer, kept for a checker
-	// (the SPEC asks for OK); package cloudprovider reads it as done.
-	if done, err := p.Calls().Cleanup(ctx, m, nil); done || !errors.Is(err, cloudprovidererrors.ErrInstanceNotFound) {
-		t.Errorf("Cleanup after the instance is gone = %v, %v; want false and ErrInstanceNotFound", done, err)
+	// NOT_FOUND from Delete (the SPEC asks for OK): the instance is
+	// already gone, so Cleanup is done; Delete keeps the guest's answer
+	// for a checker.
+	if done, err := p.Cleanup(ctx, m, nil); !done || err != nil {
+		t.Errorf("Cleanup after the instance is gone = %v, %v; want done", done, err)
+	}
+	if err := p.Delete(ctx, m, nil); !errors.Is(err, cloudprovidererrors.ErrInstanceNotFound) {
+		t.Errorf("Delete after the instance is gone = %v; want ErrInstanceNotFound", err)
 	}
 
 	// The note and hint reach a caller that asks for them.
 	calls = 0
 	var note string
 	var hint time.Duration
-	if done, err := p.Calls().Cleanup(ctx, m, &runtime.CallData{Progress: func(n string, r time.Duration) { note, hint = n, r }}); done || err != nil {
+	if done, err := p.Cleanup(ctx, m, &provider.Data{Progress: func(n string, r time.Duration) { note, hint = n, r }}); done || err != nil {
 		t.Fatalf("Cleanup = %v, %v", done, err)
 	}
 	if note != "server 7 is being deleted" || hint != 1500*time.Millisecond {
 		t.Errorf("Progress got %q, %v", note, hint)
 	}
 
-	// The seed's Delete keeps the guest's note and retry hint.
+	// Delete keeps the guest's note and retry hint.
 	calls = 0
-	err = p.ContextProvider().Delete(ctx, m, nil)
+	err = p.Delete(ctx, m, nil)
 	if !errors.Is(err, runtime.ErrDeletionInProgress) {
-		t.Fatalf("seed Delete: %v, want ErrDeletionInProgress", err)
+		t.Fatalf("Delete: %v, want ErrDeletionInProgress", err)
 	}
 	var retry *cloudprovidererrors.RetryableError
 	if !errors.As(err, &retry) || retry.RetryAfter != 1500*time.Millisecond {
-		t.Errorf("seed Delete: %v, want a retry hint of 1.5s", err)
+		t.Errorf("Delete: %v, want a retry hint of 1.5s", err)
 	}
 	if want := `provider "staged": Delete: deletion in progress: server 7 is being deleted`; !strings.Contains(err.Error(), want) {
-		t.Errorf("seed Delete: %q lacks the provider and the guest's note %q", err, want)
+		t.Errorf("Delete: %q lacks the provider and the guest's note %q", err, want)
 	}
 }
 
@@ -161,7 +167,7 @@ func TestCallObserverSeesProgressAsSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done, err := p.Calls().Cleanup(context.Background(), newMachine("w", "u", map[string]any{}), nil); done || err != nil {
+	if done, err := p.Cleanup(context.Background(), newMachine("w", "u", map[string]any{}), nil); done || err != nil {
 		t.Fatalf("Cleanup = %v, %v", done, err)
 	}
 	if len(observed) != 1 || observed[0] != nil {
@@ -176,7 +182,7 @@ func TestCallObserverSeesProgressAsSuccess(t *testing.T) {
 func TestDataFunctionsOnlyInCreateAndDelete(t *testing.T) {
 	ctx := context.Background()
 	updates, lists := 0, 0
-	data := &runtime.CallData{
+	data := &provider.Data{
 		Update: func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 			updates++
 			modify(m)
@@ -201,7 +207,7 @@ func TestDataFunctionsOnlyInCreateAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newMachine("w", "u", map[string]any{})
-	c := p.Calls()
+	c := p
 	if _, err := c.Get(ctx, m, data); err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +268,8 @@ func TestCallObserverSeesRefusedResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, getErr := p.Calls().Get(ctx, newMachine("w", "u", map[string]any{}), nil)
-	metricsErr := p.Calls().SetMetricsForMachines(ctx, machineList("w"), nil)
+	_, getErr := p.Get(ctx, newMachine("w", "u", map[string]any{}), nil)
+	metricsErr := p.SetMetricsForMachines(ctx, machineList("w"), nil)
 	for m, want := range map[abi.Method]error{abi.MethodGet: getErr, abi.MethodSetMetricsForMachines: metricsErr} {
 		if want == nil || observed[m] != want || runtime.ErrorClass(observed[m]) != runtime.ClassBadResult {
 			t.Errorf("%s: observed %v, want the bad result %v", m, observed[m], want)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
@@ -34,18 +35,18 @@ func benchRuntime(b *testing.B, enforced bool, method string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cp := p.ContextProvider()
+	cp := p
 	m := testMachine()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		switch method {
 		case "Get":
-			if _, err := cp.Get(ctx, m); err != nil {
+			if _, err := cp.Get(ctx, m, nil); err != nil {
 				b.Fatal(err)
 			}
 		case "Labels":
-			if _, err := cp.MachineMetricsLabels(ctx, m); err != nil {
+			if _, err := cp.MachineMetricsLabels(ctx, m, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,11 +1,12 @@
 // Package runtime loads machine-controller cloud providers compiled to
 // WebAssembly and runs them in a sandbox (wazero by default, wasmtime with
-// -tags wasmtime and WithEngine), behind the same cloud.Provider interface
-// as a provider compiled into the controller.
+// -tags wasmtime and WithEngine), behind provider.Interface, the interface
+// wasmprov's controllers call every provider through (cloud.SeedProvider and
+// cloudprovider.New adapt it to machine-controller's two contracts).
 //
 //	rt, err := runtime.New()
 //	p, err := rt.Load(ctx, "providers/fake.wasm")
-//	var _ cloud.Provider = p
+//	var _ provider.Interface = p
 //
 // Each loaded provider is compiled once and served by a capped pool of
 // instances: one caller per instance, instances that trapped or timed out

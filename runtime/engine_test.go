@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
@@ -30,7 +31,7 @@ func TestEngineSelection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: loading: %v", e, err)
 		}
-		if err := p.Validate(newMachine("m", "u", map[string]any{}).Spec); err != nil {
+		if err := cloud.SeedProvider(p, nil).Validate(newMachine("m", "u", map[string]any{}).Spec); err != nil {
 			t.Errorf("%s: Validate: %v", e, err)
 		}
 		if err := rt.Close(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
@@ -21,10 +22,9 @@ var (
 	// instance was discarded.
 	ErrGuestPanic = errors.New("guest panicked")
 	// ErrDeletionInProgress: the module's Delete reported IN_PROGRESS —
-	// deletion started and is not finished. Calls.Cleanup answers it as
-	// (false, nil); the seed's Delete returns it as a transient error, so
-	// the caller calls again.
-	ErrDeletionInProgress = errors.New("deletion in progress")
+	// deletion started and is not finished. Cleanup answers it as
+	// (false, nil); Delete returns it as the module gave it.
+	ErrDeletionInProgress = provider.ErrDeletionInProgress
 	// ErrBadResult: the guest returned something the ABI does not allow: an
 	// unknown status, an output that does not decode.
 	ErrBadResult = errors.New("guest returned an invalid result")

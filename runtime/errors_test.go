@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
 )
@@ -103,7 +104,7 @@ func TestTrapKeepsEngineCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(ctx)
-	err = p.Validate(newMachine("m", "u", map[string]any{}).Spec)
+	err = cloud.SeedProvider(p, nil).Validate(newMachine("m", "u", map[string]any{}).Spec)
 	if !errors.Is(err, runtime.ErrTrap) || runtime.ErrorClass(err) != runtime.ClassTrap {
 		t.Fatalf("%s: want ErrTrap of class trap, got %v (class %q)", rt.Engine(), err, runtime.ErrorClass(err))
 	}
@@ -150,7 +151,7 @@ func TestTrapMessageIsPrintable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(ctx)
-	err = p.Validate(newMachine("m", "u", map[string]any{}).Spec)
+	err = cloud.SeedProvider(p, nil).Validate(newMachine("m", "u", map[string]any{}).Spec)
 	if !errors.Is(err, runtime.ErrTrap) {
 		t.Fatalf("%s: want ErrTrap, got %v", rt.Engine(), err)
 	}

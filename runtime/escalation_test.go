@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 
@@ -37,7 +38,7 @@ func TestGuestCannotChooseItsSecrets(t *testing.T) {
 	m.Namespace = "team-a"
 
 	t.Run("AddDefaults adding a reference", func(t *testing.T) {
-		spec, err := p.ContextProvider().AddDefaults(ctx, m.Spec)
+		spec, err := p.AddDefaults(ctx, m.Spec, nil)
 		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "adds secretKeyRef kube-system/admin-token")
 		if strings.Contains(string(spec.ProviderSpec.Value.Raw), "admin-token") {
 			t.Errorf("the refused result was returned: %s", spec.ProviderSpec.Value.Raw)
@@ -46,7 +47,7 @@ func TestGuestCannotChooseItsSecrets(t *testing.T) {
 
 	t.Run("machine_update adding a reference, then config_var", func(t *testing.T) {
 		store := newMachineStore(m.DeepCopy())
-		inst, err := p.ContextProvider().Create(ctx, m, &cloud.MachineCreateDeleteData{Updater: store.updater()}, "")
+		inst, err := p.Create(ctx, m, &provider.Data{Update: store.updater()}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,13 +65,13 @@ func TestGuestCannotChooseItsSecrets(t *testing.T) {
 		ref := map[string]any{"secretKeyRef": map[string]any{"namespace": ns, "name": name, "key": "token"}}
 		return newMachine("m1", "u1", map[string]any{"cloudProvider": "secrets", "cloudProviderSpec": map[string]any{"token": ref}}).Spec
 	}
-	teamA := cloud.WithMachineNamespace(ctx, "team-a")
+	teamA := provider.WithMachineNamespace(ctx, "team-a")
 	t.Run("a reference in the Machine's namespace", func(t *testing.T) {
-		err := p.ContextProvider().Validate(teamA, withRef("team-a", "cloud"))
+		err := p.Validate(teamA, withRef("team-a", "cloud"), nil)
 		expectCallError(t, err, runtime.ClassTerminal, nil, "read: team-a-token")
 	})
 	t.Run("a reference to kube-system from team-a", func(t *testing.T) {
-		err := p.ContextProvider().Validate(teamA, withRef("kube-system", "admin-token"))
+		err := p.Validate(teamA, withRef("kube-system", "admin-token"), nil)
 		expectCallError(t, err, runtime.ClassTransient, nil, `namespace "kube-system" is neither the machine's (team-a) nor allowed by the policy`)
 	})
 	t.Run("kube-system allowed by the policy", func(t *testing.T) {
@@ -79,7 +80,7 @@ func TestGuestCannotChooseItsSecrets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = q.ContextProvider().Validate(teamA, withRef("kube-system", "admin-token"))
+		err = q.Validate(teamA, withRef("kube-system", "admin-token"), nil)
 		expectCallError(t, err, runtime.ClassTerminal, nil, "read: cluster-admin-token")
 	})
 }
@@ -99,7 +100,7 @@ func TestAddDefaultsResultMayKeepButNotAddReferences(t *testing.T) {
 	// already held that reference may keep it.
 	ref := json.RawMessage(`{"secretKeyRef":{"namespace":"kube-system","name":"admin-token","key":"token"}}`)
 	spec := newMachine("m1", "u1", map[string]any{"cloudProvider": "secrets", "cloudProviderSpec": map[string]any{"old": ref}}).Spec
-	out, err := p.ContextProvider().AddDefaults(ctx, spec)
+	out, err := p.AddDefaults(ctx, spec, nil)
 	if err != nil {
 		t.Fatalf("a result keeping the caller's reference was refused: %v", err)
 	}

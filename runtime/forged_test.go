@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/runtime"
 )
@@ -57,7 +58,7 @@ func TestForgedResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close(ctx) })
-		_, err = p.Get(m)
+		_, err = cloud.SeedProvider(p, nil).Get(m)
 		return p, err
 	}
 
@@ -108,7 +109,7 @@ func TestForgedResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close(ctx)
-		inst, err := p.Get(m)
+		inst, err := cloud.SeedProvider(p, nil).Get(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func TestGuestLogCannotForgeAttribution(t *testing.T) {
 			}
 			defer p.Close(ctx)
 			m := newMachine("worker", "u", map[string]any{})
-			if _, err := p.Get(m); err != nil {
+			if _, err := cloud.SeedProvider(p, nil).Get(m); err != nil {
 				t.Fatal(err)
 			}
 			var line string
@@ -273,7 +274,7 @@ func TestMetricsLabelsAreBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close(ctx)
-			_, err = p.MachineMetricsLabels(newMachine("m", "u", map[string]any{}))
+			_, err = cloud.SeedProvider(p, nil).MachineMetricsLabels(newMachine("m", "u", map[string]any{}))
 			if tc.ok && err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -29,7 +30,7 @@ func TestRealTimeSpinningGuestAndGC(t *testing.T) {
 	}
 	m := newMachine("m", "u", map[string]any{})
 	done := make(chan error, 1)
-	go func() { done <- p.Validate(m.Spec) }()
+	go func() { done <- cloud.SeedProvider(p, nil).Validate(m.Spec) }()
 	time.Sleep(100 * time.Millisecond) // the guest is spinning by now
 	start := time.Now()
 	goruntime.GC()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -49,7 +50,7 @@ func TestGuestTextBoundAsWritten(t *testing.T) {
 	}
 	defer p.Close(ctx)
 	buf.Reset() // the load's own records
-	_, err = p.Get(newMachine("m", "u", map[string]any{}))
+	_, err = cloud.SeedProvider(p, nil).Get(newMachine("m", "u", map[string]any{}))
 	if err == nil {
 		t.Fatal("Get succeeded; the guest reports an error")
 	}

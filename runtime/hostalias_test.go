@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
+
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -29,7 +30,7 @@ func TestHostAliasesSendAnUnmodifiedProviderToASimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newMachine("worker-1", "u-1", hostcallsSpec("https://api.hostcalls.example", secretToken))
-	if err := p.ContextProvider().Validate(cloud.WithMachineNamespace(ctx, m.Namespace), m.Spec); err != nil {
+	if err := p.Validate(provider.WithMachineNamespace(ctx, m.Namespace), m.Spec, nil); err != nil {
 		t.Fatalf("Validate through the alias: %v", err)
 	}
 	c.mu.Lock()

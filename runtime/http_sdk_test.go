@@ -9,7 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
+
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -55,7 +56,7 @@ func TestHTTPSDKOverBinaryFraming(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newMachine("m1", "uid-1", map[string]any{"endpoint": srv.URL})
-	if err := p.ContextProvider().Validate(cloud.WithMachineNamespace(ctx, m.Namespace), m.Spec); err != nil {
+	if err := p.Validate(provider.WithMachineNamespace(ctx, m.Namespace), m.Spec, nil); err != nil {
 		t.Fatalf("the guest's checks: %v", err)
 	}
 	if n := requests.Load(); n != 2 {
@@ -73,7 +74,7 @@ func TestHTTPSDKOverBinaryFraming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.ContextProvider().Validate(cloud.WithMachineNamespace(ctx, m.Namespace), m.Spec)
+	err = p.Validate(provider.WithMachineNamespace(ctx, m.Namespace), m.Spec, nil)
 	if err == nil || !strings.Contains(err.Error(), "capability not declared or not granted") {
 		t.Errorf("Validate without http: %v", err)
 	}

@@ -45,7 +45,7 @@ func TestLazyProviderStartsAnInstancePerCallAfterIdle(t *testing.T) {
 		t.Fatalf("after load: %+v, want no instance", s)
 	}
 	for round := int64(1); round <= 2; round++ {
-		if _, err := p.ContextProvider().AddDefaults(ctx, clusterv1alpha1.MachineSpec{}); err != nil {
+		if _, err := p.AddDefaults(ctx, clusterv1alpha1.MachineSpec{}, nil); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		if s := p.PoolStats(); s.Created != round {
@@ -55,7 +55,7 @@ func TestLazyProviderStartsAnInstancePerCallAfterIdle(t *testing.T) {
 			t.Fatalf("round %d: %+v, want %d reaped, none discarded", round, s, round)
 		}
 	}
-	if _, err := p.ContextProvider().AddDefaults(ctx, clusterv1alpha1.MachineSpec{}); err != nil {
+	if _, err := p.AddDefaults(ctx, clusterv1alpha1.MachineSpec{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Close(ctx); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
@@ -122,42 +124,42 @@ func hostcallsLifecycle(t *testing.T, p *runtime.Provider, c *fakeCloud, kube *k
 	store.conflictOnce = true // the first update meets a conflict and is re-applied
 	data := &cloud.MachineCreateDeleteData{Updater: store.updater(), PVLister: kube.pvLister}
 
-	spec, err := p.AddDefaults(m.Spec)
+	spec, err := cloud.SeedProvider(p, nil).AddDefaults(m.Spec)
 	add("AddDefaults", describeErr(err)+" value="+string(spec.ProviderSpec.Value.Raw))
 	// The seed's Validate gets a spec and no Machine: without being told
 	// the Machine's namespace the host lets it read only the policy's
 	// namespaces, none here.
-	add("Validate without a namespace", describeErr(p.Validate(m.Spec)))
-	nsCtx := cloud.WithMachineNamespace(context.Background(), m.Namespace)
-	add("Validate", describeErr(p.ContextProvider().Validate(nsCtx, m.Spec)))
-	add("Get before Create", describeInstance(p.Get(m)))
-	add("Create", describeInstance(p.Create(m, data, "#cloud-config\n")))
+	add("Validate without a namespace", describeErr(cloud.SeedProvider(p, nil).Validate(m.Spec)))
+	nsCtx := provider.WithMachineNamespace(context.Background(), m.Namespace)
+	add("Validate", describeErr(p.Validate(nsCtx, m.Spec, nil)))
+	add("Get before Create", describeInstance(cloud.SeedProvider(p, nil).Get(m)))
+	add("Create", describeInstance(cloud.SeedProvider(p, nil).Create(m, data, "#cloud-config\n")))
 	stored := store.get("worker-1")
 	add("after Create", describeMachine(stored))
-	add("Get", describeInstance(p.Get(stored)))
-	cfg, name, err := p.GetCloudConfig(m.Spec)
+	add("Get", describeInstance(cloud.SeedProvider(p, nil).Get(stored)))
+	cfg, name, err := cloud.SeedProvider(p, nil).GetCloudConfig(m.Spec)
 	add("GetCloudConfig", fmt.Sprintf("%s config=%q name=%q", describeErr(err), cfg, name))
-	labels, err := p.MachineMetricsLabels(stored)
+	labels, err := cloud.SeedProvider(p, nil).MachineMetricsLabels(stored)
 	add("MachineMetricsLabels", fmt.Sprintf("%s %v", describeErr(err), labels))
-	add("MigrateUID", describeErr(p.MigrateUID(stored, "u-2")))
+	add("MigrateUID", describeErr(cloud.SeedProvider(p, nil).MigrateUID(stored, "u-2")))
 	migrated := stored.DeepCopy()
 	migrated.UID = "u-2"
-	add("Get after MigrateUID", describeInstance(p.Get(migrated)))
+	add("Get after MigrateUID", describeInstance(cloud.SeedProvider(p, nil).Get(migrated)))
 	store.machines["worker-1"].UID = "u-2"
-	add("Delete", describeErr(p.Delete(store.get("worker-1"), data)))
+	add("Delete", describeErr(cloud.SeedProvider(p, nil).Delete(store.get("worker-1"), data)))
 	add("after Delete", describeMachine(store.get("worker-1")))
-	add("Get after Delete", describeInstance(p.Get(migrated)))
-	add("Delete again", describeErr(p.Delete(store.get("worker-1"), data)))
+	add("Get after Delete", describeInstance(cloud.SeedProvider(p, nil).Get(migrated)))
+	add("Delete again", describeErr(cloud.SeedProvider(p, nil).Delete(store.get("worker-1"), data)))
 	add("cloud", fmt.Sprintf("instances=%d conflicts=%d", c.count(), store.conflicts))
 
 	bad := newMachine("worker-2", "u-3", hostcallsSpec(c.srv.URL, "wrong-token"))
-	add("Validate wrong token", describeErr(p.ContextProvider().Validate(nsCtx, bad.Spec)))
+	add("Validate wrong token", describeErr(p.Validate(nsCtx, bad.Spec, nil)))
 	noEndpoint := newMachine("worker-2", "u-3", map[string]any{"cloudProvider": "hostcalls", "cloudProviderSpec": map[string]any{}})
-	add("Validate no endpoint", describeErr(p.Validate(noEndpoint.Spec)))
+	add("Validate no endpoint", describeErr(cloud.SeedProvider(p, nil).Validate(noEndpoint.Spec)))
 	c.mu.Lock()
 	c.throttle = 1
 	c.mu.Unlock()
-	add("Get throttled", describeInstance(p.Get(m)))
+	add("Get throttled", describeInstance(cloud.SeedProvider(p, nil).Get(m)))
 	return out
 }
 
@@ -247,7 +249,7 @@ func TestFakeWasmAndNativeAgree(t *testing.T) {
 		out = append(out, "Delete "+describeErr(p.Delete(pass, &cloud.MachineCreateDeleteData{})))
 		return out
 	}
-	got, want := strings.Join(run(wasm), "\n"), strings.Join(run(inProcess), "\n")
+	got, want := strings.Join(run(cloud.SeedProvider(wasm, nil)), "\n"), strings.Join(run(cloud.SeedProvider(inProcess, nil)), "\n")
 	if got != want {
 		t.Fatalf("wasm and native disagree:\n--- wasm\n%s\n--- native\n%s", got, want)
 	}
@@ -276,7 +278,7 @@ func TestContextCancelsCall(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = p.ContextProvider().Validate(cctx, m.Spec)
+	err = p.Validate(cctx, m.Spec, nil)
 	if !errors.Is(err, runtime.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want a timeout error, got %v", err)
 	}
@@ -287,7 +289,7 @@ func TestContextCancelsCall(t *testing.T) {
 		t.Fatalf("the runaway guest was stopped only after %s", d)
 	}
 	// The looping instance was discarded; the provider keeps serving.
-	if _, err := p.Get(m); err != nil {
+	if _, err := cloud.SeedProvider(p, nil).Get(m); err != nil {
 		t.Fatalf("Get after timeout: %v", err)
 	}
 	st := p.PoolStats()

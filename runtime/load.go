@@ -124,7 +124,6 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		size:   size,
 		logger: logger,
 	}
-	p.initSeed()
 	// A first instance, with no clock or randomness, tells the ABI version
 	// and what the module declares; only then can instances be configured
 	// with what is granted.

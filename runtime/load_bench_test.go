@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 
@@ -53,7 +54,7 @@ func BenchmarkLoadWarmCache(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer p.Close(ctx)
-					if _, err := p.MachineMetricsLabels(m); err != nil {
+					if _, err := cloud.SeedProvider(p, nil).MachineMetricsLabels(m); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -50,7 +51,7 @@ func TestPrecheckVerdictFollowsLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Get(m); runtime.ErrorClass(err) != c.want {
+		if _, err := cloud.SeedProvider(p, nil).Get(m); runtime.ErrorClass(err) != c.want {
 			t.Fatalf("MaxTableEntries %d: Get = %v, want class %v", c.maxEntries, err, c.want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -215,12 +216,12 @@ func TestInstanceStartDuringCallsIsBounded(t *testing.T) {
 	}
 	defer p.Close(ctx)
 	spec := newMachine("m", "u", map[string]any{}).Spec
-	if err := p.Validate(spec); err != nil { // the pre-warmed instance
+	if err := cloud.SeedProvider(p, nil).Validate(spec); err != nil { // the pre-warmed instance
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(time.Unix(0, after)) + 50*time.Millisecond)
 	start := time.Now()
-	err = p.Validate(spec) // needs a new instance, whose _initialize loops
+	err = cloud.SeedProvider(p, nil).Validate(spec) // needs a new instance, whose _initialize loops
 	took := time.Since(start)
 	if !errors.Is(err, runtime.ErrLoadTimeout) {
 		t.Errorf("want ErrLoadTimeout, got %v", err)
@@ -266,26 +267,26 @@ func TestTablesAreBounded(t *testing.T) {
 	m := newMachine("m", "u", map[string]any{})
 	before := rss(t)
 	t.Run("grow by 200 M entries", func(t *testing.T) {
-		if _, err := load(t, grow(200_000_000), runtime.Policy{}).Get(m); runtime.ErrorClass(err) != runtime.ClassBadResult {
+		if _, err := load(t, grow(200_000_000), runtime.Policy{}).Get(context.Background(), m, nil); runtime.ErrorClass(err) != runtime.ClassBadResult {
 			// Status 0 without an Instance is a bad result; status 1 would
 			// mean the table grew.
 			t.Fatalf("table.grow past the limit did not answer -1: %v", err)
 		}
 	})
 	t.Run("grow within the policy's limit", func(t *testing.T) {
-		_, err := load(t, grow(999), runtime.Policy{MaxTableEntries: 1000}).Get(m)
+		_, err := load(t, grow(999), runtime.Policy{MaxTableEntries: 1000}).Get(context.Background(), m, nil)
 		if runtime.ErrorClass(err) != runtime.ClassTransient {
 			t.Fatalf("table.grow to the limit failed: %v", err)
 		}
 	})
 	t.Run("grow one past the policy's limit", func(t *testing.T) {
-		_, err := load(t, grow(1000), runtime.Policy{MaxTableEntries: 1000}).Get(m)
+		_, err := load(t, grow(1000), runtime.Policy{MaxTableEntries: 1000}).Get(context.Background(), m, nil)
 		if runtime.ErrorClass(err) != runtime.ClassBadResult {
 			t.Fatalf("table.grow past the limit did not answer -1: %v", err)
 		}
 	})
 	t.Run("fill of 50 M entries", func(t *testing.T) {
-		err := load(t, fill(50_000_000), runtime.Policy{}).Validate(m.Spec)
+		err := load(t, fill(50_000_000), runtime.Policy{}).Validate(context.Background(), m.Spec, nil)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap)
 	})
 	if grew := rss(t) - before; grew > hostileLoadRSS {

@@ -13,6 +13,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/provider"
 )
 
 // MetricSample is one series a provider reported from
@@ -66,13 +67,16 @@ func MetricNamePrefix(provider string) string {
 	return b.String()
 }
 
-func (c calls) SetMetricsForMachines(ctx context.Context, machines clusterv1alpha1.MachineList, data *CallData) (err error) {
-	p := c.p
+// SetMetricsForMachines hands the module every Machine it serves and
+// replaces the provider's metric samples with its answer (see
+// MetricSamples). A module without the optional export reports none: nil
+// error, no samples.
+func (p *Provider) SetMetricsForMachines(ctx context.Context, machines clusterv1alpha1.MachineList, data *provider.Data) (err error) {
 	if !p.hasMetrics {
 		return nil
 	}
 	defer p.observe(abi.MethodSetMetricsForMachines)(&err)
-	call := c.newCall(ctx, abi.MethodSetMetricsForMachines, data)
+	call := p.newCall(ctx, abi.MethodSetMetricsForMachines, data)
 	call.Machines = &machines
 	err = p.invoke(ctx, call)
 	if err == nil {

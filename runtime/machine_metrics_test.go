@@ -59,7 +59,7 @@ func TestSetMetricsForMachines(t *testing.T) {
 		{"name":"api_calls","type":"counter","value":7}]}`
 	var input []byte
 	p := metricsProvider(t, &out, &input)
-	if err := p.Calls().SetMetricsForMachines(ctx, machineList("a", "b"), nil); err != nil {
+	if err := p.SetMetricsForMachines(ctx, machineList("a", "b"), nil); err != nil {
 		t.Fatal(err)
 	}
 	var list clusterv1alpha1.MachineList
@@ -81,7 +81,7 @@ func TestSetMetricsForMachines(t *testing.T) {
 
 	// No output: no samples, not an error.
 	out = ""
-	if err := p.Calls().SetMetricsForMachines(ctx, machineList(), nil); err != nil {
+	if err := p.SetMetricsForMachines(ctx, machineList(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.MetricSamples(); len(s) != 0 {
@@ -113,11 +113,11 @@ func TestSetMetricsForMachinesRefusesBadResults(t *testing.T) {
 			out := `{"metrics":[` + good + `]}`
 			var input []byte
 			p := metricsProvider(t, &out, &input)
-			if err := p.Calls().SetMetricsForMachines(context.Background(), machineList("a"), nil); err != nil || len(p.MetricSamples()) != 1 {
+			if err := p.SetMetricsForMachines(context.Background(), machineList("a"), nil); err != nil || len(p.MetricSamples()) != 1 {
 				t.Fatalf("good result: %v, %d samples", err, len(p.MetricSamples()))
 			}
 			out = tc.out
-			err := p.Calls().SetMetricsForMachines(context.Background(), machineList("a"), nil)
+			err := p.SetMetricsForMachines(context.Background(), machineList("a"), nil)
 			expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, tc.want, `"metrics-probe"`)
 			if s := p.MetricSamples(); s != nil {
 				t.Errorf("a refused result left %d samples: stale numbers must not look current", len(s))
@@ -142,7 +142,7 @@ func TestSetMetricsForMachinesWithoutExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Calls().SetMetricsForMachines(context.Background(), machineList("a"), nil); err != nil {
+	if err := p.SetMetricsForMachines(context.Background(), machineList("a"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.MetricSamples(); s != nil {
@@ -213,7 +213,7 @@ func TestRealTimeLargestMetricsResultWithinTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
-	err := p.Calls().SetMetricsForMachines(ctx, machineList("a"), nil)
+	err := p.SetMetricsForMachines(ctx, machineList("a"), nil)
 	took := time.Since(start)
 	t.Logf("%d bytes of result accepted in %v", len(out), took)
 	if err != nil {
@@ -257,7 +257,7 @@ func TestRealTimeMetricsResultAtTheDeadline(t *testing.T) {
 	for range 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		start := time.Now()
-		err := p.Calls().SetMetricsForMachines(ctx, machineList("a"), nil)
+		err := p.SetMetricsForMachines(ctx, machineList("a"), nil)
 		took := time.Since(start)
 		cancel()
 		t.Logf("returned after %v: %v", took, err)

@@ -71,7 +71,6 @@ func (r *Runtime) LoadFunc(name string, declared abi.Capability, fn NativeFunc, 
 		return nil, fmt.Errorf("provider %q: invalid policy: %w", lc.name, err)
 	}
 	np.env = r.newEnv(lc.name, np.logger, policy, aliases)
-	np.initSeed()
 	r.track(np)
 	return np, nil
 }

@@ -55,7 +55,7 @@ type Policy struct {
 	// means the Machine's namespace only; in AddDefaults, Validate and
 	// GetCloudConfig, which get a spec and no Machine, the Machine's
 	// namespace is known only if the caller passed it with
-	// cloud.WithMachineNamespace.
+	// provider.WithMachineNamespace.
 	AllowedSecretNamespaces []string `json:"allowedSecretNamespaces,omitempty"`
 	// Capabilities, when set, is the list of capabilities granted ("http",
 	// "config_var", ...); a declared capability not listed is refused. When

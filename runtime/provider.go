@@ -10,9 +10,10 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 
@@ -20,14 +21,12 @@ import (
 )
 
 // Provider is a provider module loaded by a Runtime. It implements
-// cloud.Provider (AddDefaults, Validate, Get, GetCloudConfig, Create, Delete,
-// MachineMetricsLabels, MigrateUID: cloud.WithoutContext's methods on
-// ContextProvider), so it can stand wherever machine-controller expects a
-// provider; those methods run with context.Background and the policy's call
-// timeout. ContextProvider returns the context-aware view. A Provider is
-// safe for concurrent use: each call gets an instance of its own.
+// provider.Interface: each method runs the module's export in an instance
+// of its own, bounded by the context's deadline (or the policy's call
+// timeout); cancelling the context stops the guest. cloud.SeedProvider
+// and cloudprovider.New adapt it to machine-controller's contracts. A
+// Provider is safe for concurrent use.
 type Provider struct {
-	seed   // cloud.Provider's methods; see initSeed
 	name   string
 	rt     *Runtime
 	mod    engine.Module // nil for a native provider
@@ -49,10 +48,7 @@ type Provider struct {
 	closeErr   error
 }
 
-var (
-	_ cloud.Provider = (*Provider)(nil)
-	_ Calls          = calls{}
-)
+var _ provider.Interface = (*Provider)(nil)
 
 // guestInstance is one instantiated module, used by one caller at a time.
 type guestInstance struct {
@@ -161,52 +157,27 @@ func (p *Provider) Close(ctx context.Context) error {
 	return p.closeErr
 }
 
-// ContextProvider returns p as a cloud.ContextProvider: the same provider
-// with a context on every method. Cancelling the context or passing its
-// deadline stops the guest mid-call.
-func (p *Provider) ContextProvider() cloud.ContextProvider { return SeedProvider(calls{p}) }
-
-// Calls returns p's methods in the contract-neutral form both of
-// machine-controller's contracts are adapted from (package cloudprovider
-// turns it into the current one).
-func (p *Provider) Calls() Calls { return calls{p} }
-
-// seed is the cloud.Provider view of a Provider, embedded in it so that
-// cloud.WithoutContext's methods are Provider's: there is one adapter from
-// ContextProvider to the seed interface, not a second copy here.
-type seed = cloud.Provider
-
-// initSeed gives p its cloud.Provider methods: each runs its ContextProvider
-// method with context.Background, so the policy's call timeout bounds it.
-func (p *Provider) initSeed() { p.seed = cloud.WithoutContext(p.ContextProvider(), nil) }
-
-// calls is the Calls view of a Provider: the one place each method's
-// call is built and its result checked.
-type calls struct{ p *Provider }
-
-// Name is the provider's name, for errors built over Calls (SeedProvider).
-func (c calls) Name() string { return c.p.name }
-
-func (c calls) newCall(ctx context.Context, m abi.Method, data *CallData) *hostfuncs.Call {
-	call := hostfuncs.NewCall(ctx, c.p.env, m, c.p.granted)
-	call.Data = data.hostData()
+// newCall is the host side of one call of method m.
+func (p *Provider) newCall(ctx context.Context, m abi.Method, data *provider.Data) *hostfuncs.Call {
+	call := hostfuncs.NewCall(ctx, p.env, m, p.granted)
+	call.Data = data
 	return call
 }
 
-func (c calls) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (_ clusterv1alpha1.MachineSpec, err error) {
-	defer c.p.observe(abi.MethodAddDefaults)(&err)
-	call := c.newCall(ctx, abi.MethodAddDefaults, data)
+func (p *Provider) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *provider.Data) (_ clusterv1alpha1.MachineSpec, err error) {
+	defer p.observe(abi.MethodAddDefaults)(&err)
+	call := p.newCall(ctx, abi.MethodAddDefaults, data)
 	call.Spec = &spec
-	if err := c.p.invoke(ctx, call); err != nil {
+	if err := p.invoke(ctx, call); err != nil {
 		return spec, err
 	}
 	if len(call.Output) == 0 {
-		return spec, c.p.refusedOutput(call)
+		return spec, p.refusedOutput(call)
 	}
 	// The output is the whole defaulted spec and replaces spec: a field
 	// it leaves out is cleared (abi/SPEC.md §4.1).
 	var out clusterv1alpha1.MachineSpec
-	if err := c.p.decodeOutput(call, &out, docMachineSpec); err != nil {
+	if err := p.decodeOutput(call, &out, docMachineSpec); err != nil {
 		return spec, err
 	}
 	// The defaulted spec is stored and handed back in later calls, where
@@ -214,68 +185,76 @@ func (c calls) AddDefaults(ctx context.Context, spec clusterv1alpha1.MachineSpec
 	// pick which Secrets it reads by defaulting one in.
 	if added := hostfuncs.AddedConfigRefs(rawProviderSpec(&spec), rawProviderSpec(&out)); len(added) > 0 {
 		call.Logger().Warn("AddDefaults result refused: it adds a Secret or ConfigMap reference", "reference", added[0].String())
-		return spec, c.p.badResult(abi.MethodAddDefaults, "the defaulted spec adds %s: a provider may not choose which Secrets or ConfigMaps it reads", added[0])
+		return spec, p.badResult(abi.MethodAddDefaults, "the defaulted spec adds %s: a provider may not choose which Secrets or ConfigMaps it reads", added[0])
 	}
 	return out, nil
 }
 
-func (c calls) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (err error) {
-	defer c.p.observe(abi.MethodValidate)(&err)
-	call := c.newCall(ctx, abi.MethodValidate, data)
+func (p *Provider) Validate(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *provider.Data) (err error) {
+	defer p.observe(abi.MethodValidate)(&err)
+	call := p.newCall(ctx, abi.MethodValidate, data)
 	call.Spec = &spec
-	return c.p.invoke(ctx, call)
+	return p.invoke(ctx, call)
 }
 
-func (c calls) Get(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (_ instance.Instance, err error) {
-	defer c.p.observe(abi.MethodGet)(&err)
-	call := c.newCall(ctx, abi.MethodGet, data)
+func (p *Provider) Get(ctx context.Context, machine *clusterv1alpha1.Machine, data *provider.Data) (_ instance.Instance, err error) {
+	defer p.observe(abi.MethodGet)(&err)
+	call := p.newCall(ctx, abi.MethodGet, data)
 	call.Machine = machine
-	if err := c.p.invoke(ctx, call); err != nil {
+	if err := p.invoke(ctx, call); err != nil {
 		return nil, err
 	}
-	return c.p.decodeInstance(call)
+	return p.decodeInstance(call)
 }
 
-func (c calls) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *CallData) (_, _ string, err error) {
-	defer c.p.observe(abi.MethodGetCloudConfig)(&err)
-	call := c.newCall(ctx, abi.MethodGetCloudConfig, data)
+func (p *Provider) GetCloudConfig(ctx context.Context, spec clusterv1alpha1.MachineSpec, data *provider.Data) (_, _ string, err error) {
+	defer p.observe(abi.MethodGetCloudConfig)(&err)
+	call := p.newCall(ctx, abi.MethodGetCloudConfig, data)
 	call.Spec = &spec
-	if err := c.p.invoke(ctx, call); err != nil {
+	if err := p.invoke(ctx, call); err != nil {
 		return "", "", err
 	}
 	if len(call.Output) == 0 {
-		return "", "", c.p.refusedOutput(call)
+		return "", "", p.refusedOutput(call)
 	}
 	var cc abi.CloudConfig
-	if err := c.p.decodeOutput(call, &cc, docCloudConfig); err != nil {
+	if err := p.decodeOutput(call, &cc, docCloudConfig); err != nil {
 		return "", "", err
 	}
 	return cc.Config, cc.Name, nil
 }
 
-func (c calls) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData, userdata string) (_ instance.Instance, err error) {
-	defer c.p.observe(abi.MethodCreate)(&err)
-	call := c.newCall(ctx, abi.MethodCreate, data)
+func (p *Provider) Create(ctx context.Context, machine *clusterv1alpha1.Machine, data *provider.Data, userdata string) (_ instance.Instance, err error) {
+	defer p.observe(abi.MethodCreate)(&err)
+	call := p.newCall(ctx, abi.MethodCreate, data)
 	call.Machine, call.Userdata = machine, userdata
-	if err := c.p.invoke(ctx, call); err != nil {
+	if err := p.invoke(ctx, call); err != nil {
 		return nil, err
 	}
-	return c.p.decodeInstance(call)
+	return p.decodeInstance(call)
 }
 
-// delete runs the module's Delete; an IN_PROGRESS answer is a
-// *CallError wrapping ErrDeletionInProgress.
-func (c calls) delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (err error) {
-	defer c.p.observe(abi.MethodDelete)(&err)
-	call := c.newCall(ctx, abi.MethodDelete, data)
+// Delete runs the module's Delete and returns its answer as the module
+// gave it: an IN_PROGRESS answer is a *CallError wrapping
+// ErrDeletionInProgress, NOT_FOUND one wrapping ErrInstanceNotFound (the
+// SPEC asks for OK). It is for checkers of a module (conformance);
+// callers of the contract use Cleanup.
+func (p *Provider) Delete(ctx context.Context, machine *clusterv1alpha1.Machine, data *provider.Data) (err error) {
+	defer p.observe(abi.MethodDelete)(&err)
+	call := p.newCall(ctx, abi.MethodDelete, data)
 	call.Machine = machine
-	return c.p.invoke(ctx, call)
+	return p.invoke(ctx, call)
 }
 
-func (c calls) Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (bool, error) {
-	err := c.delete(ctx, machine, data)
+// Cleanup runs the module's Delete. done is true when everything is gone:
+// the module answered OK, or NOT_FOUND (the instance is already gone; the
+// one place wasmprov decides that this is done, for every contract).
+// done is false when the module answered IN_PROGRESS: deletion started,
+// call again; data.Progress hears its note and hint.
+func (p *Provider) Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, data *provider.Data) (bool, error) {
+	err := p.Delete(ctx, machine, data)
 	switch {
-	case err == nil:
+	case err == nil, cloudprovidererrors.IsNotFound(err):
 		return true, nil
 	case errors.Is(err, ErrDeletionInProgress):
 		if data != nil && data.Progress != nil {
@@ -286,24 +265,24 @@ func (c calls) Cleanup(ctx context.Context, machine *clusterv1alpha1.Machine, da
 	return false, err
 }
 
-func (c calls) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine, data *CallData) (_ map[string]string, err error) {
-	defer c.p.observe(abi.MethodMachineMetricsLabels)(&err)
-	call := c.newCall(ctx, abi.MethodMachineMetricsLabels, data)
+func (p *Provider) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha1.Machine, data *provider.Data) (_ map[string]string, err error) {
+	defer p.observe(abi.MethodMachineMetricsLabels)(&err)
+	call := p.newCall(ctx, abi.MethodMachineMetricsLabels, data)
 	call.Machine = machine
-	if err := c.p.invoke(ctx, call); err != nil {
+	if err := p.invoke(ctx, call); err != nil {
 		return nil, err
 	}
 	labels := map[string]string{}
-	if err := c.p.refusedOutput(call); err != nil {
+	if err := p.refusedOutput(call); err != nil {
 		return nil, err
 	}
 	if len(call.Output) > 0 {
-		if err := c.p.decodeOutput(call, &labels, docLabels); err != nil {
+		if err := p.decodeOutput(call, &labels, docLabels); err != nil {
 			return nil, err
 		}
 	}
 	if err := checkMetricsLabels(labels); err != nil {
-		return nil, c.p.badResult(abi.MethodMachineMetricsLabels, "%v", err)
+		return nil, p.badResult(abi.MethodMachineMetricsLabels, "%v", err)
 	}
 	for k, v := range labels {
 		labels[k] = hostfuncs.PrintableLine(v)
@@ -311,11 +290,11 @@ func (c calls) MachineMetricsLabels(ctx context.Context, machine *clusterv1alpha
 	return labels, nil
 }
 
-func (c calls) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID, data *CallData) (err error) {
-	defer c.p.observe(abi.MethodMigrateUID)(&err)
-	call := c.newCall(ctx, abi.MethodMigrateUID, data)
+func (p *Provider) MigrateUID(ctx context.Context, machine *clusterv1alpha1.Machine, newUID types.UID, data *provider.Data) (err error) {
+	defer p.observe(abi.MethodMigrateUID)(&err)
+	call := p.newCall(ctx, abi.MethodMigrateUID, data)
 	call.Machine, call.NewUID = machine, newUID
-	return c.p.invoke(ctx, call)
+	return p.invoke(ctx, call)
 }
 
 func rawProviderSpec(s *clusterv1alpha1.MachineSpec) []byte {

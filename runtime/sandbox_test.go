@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -112,14 +113,14 @@ func TestSandbox(t *testing.T) {
 	}
 	m := testMachine()
 	goodCall := func() error {
-		inst, err := fake.Get(m)
+		inst, err := cloud.SeedProvider(fake, nil).Get(m)
 		if err != nil {
 			return err
 		}
 		if inst.Name() != "m1" || inst.ID() != "uid-1" {
 			return errors.New("fake answered " + inst.Name() + "/" + inst.ID())
 		}
-		labels, err := fake.MachineMetricsLabels(m)
+		labels, err := cloud.SeedProvider(fake, nil).MachineMetricsLabels(m)
 		if err != nil {
 			return err
 		}
@@ -214,7 +215,7 @@ func (s *sandbox) attacks(t *testing.T) {
 	t.Run("infinite loop", func(t *testing.T) {
 		p := s.mustLoad(t, "loop", runtime.Policy{CallTimeout: runtime.Duration(runawayTimeout)})
 		start := time.Now()
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		if d := time.Since(start); d > runawayTimeout+2*time.Second {
 			t.Errorf("the runaway call took %v to stop", d)
 		}
@@ -230,14 +231,14 @@ func (s *sandbox) attacks(t *testing.T) {
 		p := s.mustLoad(t, "loop", runtime.Policy{})
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(100*time.Millisecond, cancel)
-		_, err := p.ContextProvider().Get(cctx, m)
+		_, err := p.Get(cctx, m, nil)
 		expectCallError(t, err, runtime.ClassCanceled, context.Canceled)
 		expectPool(t, p, 1)
 	})
 
 	t.Run("host calls in a tight loop", func(t *testing.T) {
 		p := s.mustLoad(t, "hostloop", runtime.Policy{CallTimeout: runtime.Duration(runawayTimeout)})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		expectCallError(t, err, runtime.ClassTimeout, runtime.ErrTimeout)
 		s.logs.Expect(t, "hostloop", slog.LevelWarn, "guest call exceeded its deadline", 1)
 		// The disabled-level logs never reached the handler.
@@ -249,7 +250,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("stack exhaustion", func(t *testing.T) {
 		p := s.mustLoad(t, "recursion", runtime.Policy{})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap, "stack overflow")
 		s.logs.Expect(t, "recursion", slog.LevelWarn, "guest trapped; instance discarded", 1)
 		expectPool(t, p, 1)
@@ -257,7 +258,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("memory growth to the limit", func(t *testing.T) {
 		p := s.mustLoad(t, "memgrow", runtime.Policy{MemoryLimitMiB: 2})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		// memory.grow answered -1 at 2 MiB; the guest reported it.
 		expectCallError(t, err, runtime.ClassTransient, nil, "memory.grow refused:")
 		expectPool(t, p, 0)
@@ -265,14 +266,14 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("one huge memory.grow", func(t *testing.T) {
 		p := s.mustLoad(t, "hugealloc", runtime.Policy{})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		expectCallError(t, err, runtime.ClassTransient, nil, "huge grow refused")
 		expectPool(t, p, 0)
 	})
 
 	t.Run("unreachable", func(t *testing.T) {
 		p := s.mustLoad(t, "unreachable", runtime.Policy{})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap, "unreachable")
 		recs := s.logs.Expect(t, "unreachable", slog.LevelWarn, "guest trapped; instance discarded", 1)
 		if len(recs) == 1 && recs[0].Attrs["method"] != "Get" {
@@ -280,14 +281,14 @@ func (s *sandbox) attacks(t *testing.T) {
 		}
 		expectPool(t, p, 1)
 		// The next call gets a fresh instance and traps the same way.
-		_, err = p.Get(m)
+		_, err = cloud.SeedProvider(p, nil).Get(m)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap)
 		expectPool(t, p, 2)
 	})
 
 	t.Run("out-of-bounds and overlapping pointers to every host function", func(t *testing.T) {
 		p := s.mustLoad(t, "hostcalls", runtime.Policy{MemoryLimitMiB: 8})
-		inst, err := p.Get(m)
+		inst, err := cloud.SeedProvider(p, nil).Get(m)
 		if err != nil {
 			t.Fatalf("a check in the guest failed (status 100+N names it): %v", err)
 		}
@@ -303,7 +304,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		if len(recs) == 1 && !strings.Contains(recs[0].Attrs["refused"], "config_var") {
 			t.Errorf("refusal log does not name config_var: %v", recs[0])
 		}
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		// Check 14 (config_var with a valid request) got not-declared.
 		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "unknown status 114")
 		// Check 14 called config_var with valid arguments; check 16's result
@@ -315,7 +316,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("host functions not declared", func(t *testing.T) {
 		p := s.mustLoad(t, "undeclared", runtime.Policy{AllowedHosts: []string{"169.254.169.254"}})
-		if _, err := p.Get(m); err != nil {
+		if _, err := cloud.SeedProvider(p, nil).Get(m); err != nil {
 			t.Fatalf("the guest did not get not-declared from log and http_do: %v", err)
 		}
 		recs := s.logs.Expect(t, "undeclared", slog.LevelWarn, "guest called a host function it was not granted", 2)
@@ -330,7 +331,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("result larger than the cap", func(t *testing.T) {
 		p := s.mustLoad(t, "bigresult", runtime.Policy{MemoryLimitMiB: 8})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		// output refused the 5 MiB; the guest returned ok with no result.
 		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "Get returned status OK, but the host refused its `output` with TOO_LARGE (-6)")
 		expectPool(t, p, 0)
@@ -338,14 +339,14 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("invalid JSON result", func(t *testing.T) {
 		p := s.mustLoad(t, "badjson", runtime.Policy{})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "Get returned status OK with an output that is not an Instance document")
 		expectPool(t, p, 0)
 	})
 
 	t.Run("invalid UTF-8 result", func(t *testing.T) {
 		p := s.mustLoad(t, "badutf8", runtime.Policy{})
-		inst, err := p.Get(m)
+		inst, err := cloud.SeedProvider(p, nil).Get(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +358,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("unknown status", func(t *testing.T) {
 		p := s.mustLoad(t, "badstatus", runtime.Policy{})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		expectCallError(t, err, runtime.ClassBadResult, runtime.ErrBadResult, "unknown status 77")
 		expectPool(t, p, 1)
 	})
@@ -400,7 +401,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		// initcalls reports ABI version 1 only if every host function it
 		// called from _initialize answered unavailable.
 		p := s.mustLoad(t, "initcalls", runtime.Policy{})
-		if _, err := p.Get(m); err != nil {
+		if _, err := cloud.SeedProvider(p, nil).Get(m); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -424,7 +425,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("stdout flood", func(t *testing.T) {
 		p := s.mustLoad(t, "flood", runtime.Policy{})
-		if _, err := p.Get(m); err != nil {
+		if _, err := cloud.SeedProvider(p, nil).Get(m); err != nil {
 			t.Fatal(err)
 		}
 		s.expectFlood(t, "stdout", slog.LevelInfo)
@@ -432,7 +433,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("stderr flood", func(t *testing.T) {
 		p := s.mustLoad(t, "flood", runtime.Policy{})
-		if err := p.Validate(m.Spec); err != nil {
+		if err := cloud.SeedProvider(p, nil).Validate(m.Spec); err != nil {
 			t.Fatal(err)
 		}
 		s.expectFlood(t, "stderr", slog.LevelWarn)
@@ -440,7 +441,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 	t.Run("Go panic", func(t *testing.T) {
 		p := s.mustLoad(t, "go:panics", runtime.Policy{MemoryLimitMiB: 64})
-		_, err := p.Get(m)
+		_, err := cloud.SeedProvider(p, nil).Get(m)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrGuestPanic, "attack: deliberate panic")
 		recs := s.logs.Expect(t, "panics", slog.LevelWarn, "guest panicked; instance discarded", 1)
 		if len(recs) == 1 && !strings.Contains(recs[0].Attrs["panic"], "attack: deliberate panic") {
@@ -449,13 +450,13 @@ func (s *sandbox) attacks(t *testing.T) {
 		expectPool(t, p, 1)
 
 		// Nil dereference: a runtime panic, recovered the same way.
-		err = p.Delete(m, nil)
+		err = cloud.SeedProvider(p, nil).Delete(m, nil)
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrGuestPanic, "nil pointer dereference")
 		expectPool(t, p, 2)
 
 		// A panic on another goroutine is fatal to the Go runtime, which
 		// prints it to stderr and aborts: a trap.
-		err = p.MigrateUID(m, "new-uid")
+		err = cloud.SeedProvider(p, nil).MigrateUID(m, "new-uid")
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap, "runtime.fatalpanic")
 		if len(s.logs.Records("panics", "panic: attack: panic on another goroutine")) != 1 {
 			t.Errorf("the guest's stderr did not reach the log")
@@ -464,7 +465,7 @@ func (s *sandbox) attacks(t *testing.T) {
 
 		// 1 GiB in one make, beyond the 64 MiB limit: the Go runtime throws
 		// "out of memory" and aborts.
-		_, err = p.Create(m, nil, "")
+		_, err = cloud.SeedProvider(p, nil).Create(m, nil, "")
 		expectCallError(t, err, runtime.ClassTrap, runtime.ErrTrap, "runtime.mallocgcLarge")
 		if len(s.logs.Records("panics", "fatal error: out of memory")) != 1 {
 			t.Errorf("no out-of-memory message from the guest")
@@ -473,7 +474,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		expectPool(t, p, 4)
 
 		// And the provider still serves the methods that behave.
-		labels, err := p.MachineMetricsLabels(m)
+		labels, err := cloud.SeedProvider(p, nil).MachineMetricsLabels(m)
 		if err != nil || labels["ok"] != "true" {
 			t.Errorf("after the crashes: %v %v", labels, err)
 		}
@@ -500,7 +501,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		target := testMachine()
 		target.Name = ln.Addr().String()
 		p := s.mustLoad(t, "go:wasi", runtime.Policy{MemoryLimitMiB: 64})
-		labels, err := p.MachineMetricsLabels(target)
+		labels, err := cloud.SeedProvider(p, nil).MachineMetricsLabels(target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -520,7 +521,7 @@ func (s *sandbox) attacks(t *testing.T) {
 		// source every instance of a provider made the same "random" SSH
 		// key).
 		p2 := s.mustLoad(t, "go:wasi", runtime.Policy{MemoryLimitMiB: 64})
-		labels2, err := p2.MachineMetricsLabels(target)
+		labels2, err := cloud.SeedProvider(p2, nil).MachineMetricsLabels(target)
 		if accepted.Load() != 0 {
 			t.Errorf("the guest connected to a host socket")
 		}
@@ -574,7 +575,7 @@ func TestDeadlineRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := p.ContextProvider()
+	cp := p
 	m := testMachine()
 	calls := 40
 	if testing.Short() {
@@ -589,7 +590,7 @@ func TestDeadlineRace(t *testing.T) {
 			for i := 0; i < calls; i++ {
 				d := time.Duration(5+(i*37+g*11)%150) * time.Microsecond
 				cctx, cancel := context.WithTimeout(ctx, d)
-				inst, err := cp.Get(cctx, m)
+				inst, err := cp.Get(cctx, m, nil)
 				cancel()
 				switch {
 				case err == nil:
@@ -612,7 +613,7 @@ func TestDeadlineRace(t *testing.T) {
 	if inUse != 0 || discarded > timeouts.Load() {
 		t.Errorf("pool: %d in use, %d discarded for %d timeouts", inUse, discarded, timeouts.Load())
 	}
-	if inst, err := p.Get(m); err != nil || inst.Name() != "m1" {
+	if inst, err := cloud.SeedProvider(p, nil).Get(m); err != nil || inst.Name() != "m1" {
 		t.Fatalf("after the race: %v %v", inst, err)
 	}
 
@@ -629,7 +630,7 @@ func TestDeadlineRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < calls; i++ {
-				inst, err := pt.Get(m)
+				inst, err := cloud.SeedProvider(pt, nil).Get(m)
 				switch {
 				case err == nil:
 					if inst.Name() != "m1" {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
@@ -127,7 +129,7 @@ func specRows() []specRow {
 			out := `{"metrics":[{"name":"a","type":"gauge","value":1},{"name":"b","type":"gauge","value":2}]}`
 			var input []byte
 			p := metricsProvider(t, &out, &input)
-			calls := p.Calls()
+			calls := p
 			if err := calls.SetMetricsForMachines(context.Background(), machineList("m"), nil); err != nil || len(p.MetricSamples()) != 2 {
 				t.Fatalf("first result: %v, %d samples", err, len(p.MetricSamples()))
 			}
@@ -295,7 +297,7 @@ func specRowsHostFunctions() []specRow {
 		{"§6.1", "a providerSpec.value that is not JSON is a TERMINAL InvalidConfiguration before the guest runs", func(t *testing.T, h *specHost) {
 			m := probeMachine(0)
 			m.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: []byte("{")}
-			_, err := h.all.Get(m)
+			_, err := cloud.SeedProvider(h.all, nil).Get(m)
 			if ok, reason, _ := cloudprovidererrors.IsTerminalError(err); !ok || reason != clusterv1alpha1.InvalidConfigurationMachineError {
 				t.Errorf("want TERMINAL InvalidConfiguration, got %v", err)
 			}
@@ -312,7 +314,7 @@ func specRowsHostFunctions() []specRow {
 			reports(false, create, scUnavailable, "-5 -5")},
 		{"§6.3", "machine_update: an unknown field is INVALID, a host annotation DENIED, an identity patch INVALID; an allowed change is persisted", func(t *testing.T, h *specHost) {
 			store := newMachineStore(probeMachine(scMachineUpdate))
-			got := h.report(t, h.all, create, scMachineUpdate, &cloud.MachineCreateDeleteData{Updater: store.updater()})
+			got := h.report(t, h.all, create, scMachineUpdate, &provider.Data{Update: store.updater()})
 			if want := "-3 -2 -3 0"; got != want {
 				t.Errorf("reported %q, want %q", got, want)
 			}

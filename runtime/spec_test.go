@@ -20,9 +20,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -127,33 +128,33 @@ func probeMachine(n int) *clusterv1alpha1.Machine {
 
 // call runs method m of p with scenario n and returns the method's result
 // (nil for methods without one) and error. data is Create's and Delete's.
-func (h *specHost) call(p *runtime.Provider, m abi.Method, n int, data *cloud.MachineCreateDeleteData) (any, error) {
-	cp, machine := p.ContextProvider(), probeMachine(n)
+func (h *specHost) call(p *runtime.Provider, m abi.Method, n int, data *provider.Data) (any, error) {
+	cp, machine := p, probeMachine(n)
 	switch m {
 	case abi.MethodAddDefaults:
-		return cp.AddDefaults(h.ctx, machine.Spec)
+		return cp.AddDefaults(h.ctx, machine.Spec, nil)
 	case abi.MethodValidate:
-		return nil, cp.Validate(h.ctx, machine.Spec)
+		return nil, cp.Validate(h.ctx, machine.Spec, nil)
 	case abi.MethodGet:
-		return cp.Get(h.ctx, machine)
+		return cp.Get(h.ctx, machine, nil)
 	case abi.MethodGetCloudConfig:
-		cfg, name, err := cp.GetCloudConfig(h.ctx, machine.Spec)
+		cfg, name, err := cp.GetCloudConfig(h.ctx, machine.Spec, nil)
 		return [2]string{cfg, name}, err
 	case abi.MethodCreate:
 		return cp.Create(h.ctx, machine, data, "#cloud-config")
 	case abi.MethodDelete:
 		return nil, cp.Delete(h.ctx, machine, data)
 	case abi.MethodMachineMetricsLabels:
-		return cp.MachineMetricsLabels(h.ctx, machine)
+		return cp.MachineMetricsLabels(h.ctx, machine, nil)
 	case abi.MethodMigrateUID:
-		return nil, cp.MigrateUID(h.ctx, machine, "uid-new")
+		return nil, cp.MigrateUID(h.ctx, machine, "uid-new", nil)
 	}
 	panic("unknown method " + m.String())
 }
 
 // report runs a reporting scenario: it must end as an ERROR whose message
 // is the report, which is returned.
-func (h *specHost) report(t *testing.T, p *runtime.Provider, m abi.Method, n int, data *cloud.MachineCreateDeleteData) string {
+func (h *specHost) report(t *testing.T, p *runtime.Provider, m abi.Method, n int, data *provider.Data) string {
 	t.Helper()
 	_, err := h.call(p, m, n, data)
 	var ce *runtime.CallError

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -69,58 +69,55 @@ func runCall(ctx context.Context, args []string) error {
 		return err
 	}
 	local := &localData{machine: machine.DeepCopy()}
-	data, err := local.data(pvs)
-	if err != nil {
-		return err
-	}
-	cp := p.ContextProvider()
-	ctx = cloud.WithMachineNamespace(ctx, machine.Namespace)
+	data := local.data(pvs)
+	ctx = provider.WithMachineNamespace(ctx, machine.Namespace)
 	result := map[string]any{}
 	switch strings.ToLower(method) {
 	case "adddefaults":
-		spec, err := cp.AddDefaults(ctx, machine.Spec)
+		spec, err := p.AddDefaults(ctx, machine.Spec, nil)
 		if err != nil {
 			return callFailed(err)
 		}
 		result["spec"] = spec
 	case "validate":
-		if err := cp.Validate(ctx, machine.Spec); err != nil {
+		if err := p.Validate(ctx, machine.Spec, nil); err != nil {
 			return callFailed(err)
 		}
 		result["valid"] = true
 	case "get":
-		inst, err := cp.Get(ctx, machine)
+		inst, err := p.Get(ctx, machine, nil)
 		if err != nil {
 			return callFailed(err)
 		}
 		result["instance"] = instanceMap(inst)
 	case "getcloudconfig":
-		config, name, err := cp.GetCloudConfig(ctx, machine.Spec)
+		config, name, err := p.GetCloudConfig(ctx, machine.Spec, nil)
 		if err != nil {
 			return callFailed(err)
 		}
 		result["config"], result["name"] = config, name
 	case "create":
-		inst, err := cp.Create(ctx, machine, data, string(ud))
+		inst, err := p.Create(ctx, machine, data, string(ud))
 		if err != nil {
 			return callFailed(err)
 		}
 		result["instance"] = instanceMap(inst)
 	case "delete":
-		if err := cp.Delete(ctx, machine, data); err != nil {
+		// The module's own answer (IN_PROGRESS and NOT_FOUND are errors).
+		if err := p.Delete(ctx, machine, data); err != nil {
 			return callFailed(err)
 		}
 		result["deleted"] = true
 	case "cleanup":
 		// machine-controller's current contract: done, or "call again".
-		done, err := p.Calls().Cleanup(ctx, machine, runtime.SeedData(data))
+		done, err := p.Cleanup(ctx, machine, data)
 		if err != nil {
 			return callFailed(err)
 		}
 		result["done"] = done
 	case "setmetricsformachines":
 		list := clusterv1alpha1.MachineList{Items: []clusterv1alpha1.Machine{*machine}}
-		if err := p.Calls().SetMetricsForMachines(ctx, list, nil); err != nil {
+		if err := p.SetMetricsForMachines(ctx, list, nil); err != nil {
 			return callFailed(err)
 		}
 		prefix := runtime.MetricNamePrefix(p.Name())
@@ -130,7 +127,7 @@ func runCall(ctx context.Context, args []string) error {
 		}
 		result["metrics"] = samples
 	case "machinemetricslabels":
-		labels, err := cp.MachineMetricsLabels(ctx, machine)
+		labels, err := p.MachineMetricsLabels(ctx, machine, nil)
 		if err != nil {
 			return callFailed(err)
 		}
@@ -139,7 +136,7 @@ func runCall(ctx context.Context, args []string) error {
 		if *newUID == "" {
 			return errors.New("MigrateUID needs --new-uid")
 		}
-		if err := cp.MigrateUID(ctx, machine, types.UID(*newUID)); err != nil {
+		if err := p.MigrateUID(ctx, machine, types.UID(*newUID), nil); err != nil {
 			return callFailed(err)
 		}
 		result["migrated"] = true

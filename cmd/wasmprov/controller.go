@@ -12,9 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
-	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/controller"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -183,7 +180,7 @@ func runController(ctx context.Context, args []string) error {
 	}
 	defer stopEvents()
 	c, err := controller.New(controller.Options{
-		Machines: machines, Kube: kube, Providers: registrySource(reg), Namespace: *f.namespace,
+		Machines: machines, Kube: kube, Providers: reg, Namespace: *f.namespace,
 		Workers: *f.workers, ResyncPeriod: *f.resync, PollInterval: *f.poll, MaxDeletePollInterval: *f.maxDeletePoll,
 		MetricsInterval: *f.metricsInterval, ShutdownTimeout: *f.shutdown,
 		Registerer: promReg, Recorder: recorder, Logger: logger,
@@ -269,51 +266,6 @@ func controllerMetrics(calls *metrics.Collector, logger *slog.Logger) (*promethe
 		[]string{"provider", "kind"})
 	promReg.MustRegister(regEvents, calls, calls.GuestCollector(logger))
 	return promReg, regEvents
-}
-
-// registrySource gives the controller reg's providers: the seed's
-// contract, plus machine-controller's current Cleanup and
-// SetMetricsForMachines, which the controller uses when a provider offers
-// them (controller.Cleaner, controller.MetricsSetter).
-func registrySource(reg *registry.Registry) controller.ProviderSource {
-	return controller.ProviderSourceFunc(func(name string) (cloud.ContextProvider, error) {
-		h, err := reg.Get(name)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", controller.ErrUnknownProvider, err)
-		}
-		return registryProvider{h.ContextProvider(), h.Calls()}, nil
-	})
-}
-
-// registryProvider is a registry handle as package controller takes it.
-// Both views follow the handle's reloads.
-type registryProvider struct {
-	cloud.ContextProvider
-	calls runtime.Calls
-}
-
-var (
-	_ controller.Cleaner       = registryProvider{}
-	_ controller.MetricsSetter = registryProvider{}
-)
-
-// Cleanup implements controller.Cleaner: the module's Delete, its
-// IN_PROGRESS answer as done == false.
-//
-// NOT_FOUND (the instance is already gone) is done as well: the
-// controller must not hold a finalizer for nothing.
-func (p registryProvider) Cleanup(ctx context.Context, m *clusterv1alpha1.Machine, data *cloud.MachineCreateDeleteData) (bool, error) {
-	done, err := p.calls.Cleanup(ctx, m, runtime.SeedData(data))
-	if cloudprovidererrors.IsNotFound(err) {
-		return true, nil
-	}
-	return done, err
-}
-
-// SetMetricsForMachines implements controller.MetricsSetter. The samples
-// the runtime accepts are what calls.GuestCollector exposes.
-func (p registryProvider) SetMetricsForMachines(ctx context.Context, machines clusterv1alpha1.MachineList) error {
-	return p.calls.SetMetricsForMachines(ctx, machines, nil)
 }
 
 func kubeConfig(path string) (*rest.Config, error) {

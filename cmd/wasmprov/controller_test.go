@@ -18,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller"
 	"github.com/wasmprov/wasmprov/internal/testguest"
@@ -25,13 +27,13 @@ import (
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
 	"github.com/wasmprov/wasmprov/runtime/registry"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestControllerRegistrySource checks what `wasmprov controller` hands
-// package controller: registry providers that offer Cleanup and
-// SetMetricsForMachines, and a /metrics that shows what a provider
-// reported.
+// package controller: the registry as its ProviderSource (a missing name is
+// ErrUnknownProvider), Cleanup reading the guest's NOT_FOUND as done, and
+// a /metrics that shows what a provider reported from
+// SetMetricsForMachines.
 func TestControllerRegistrySource(t *testing.T) {
 	ctx := context.Background()
 	wasm, err := os.ReadFile(testguest.Build(t, "runtime/metrics/testdata/metricsguest"))
@@ -54,28 +56,20 @@ func TestControllerRegistrySource(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src := registrySource(reg)
-	if _, err := src.Get("nope"); err == nil || !strings.Contains(err.Error(), controller.ErrUnknownProvider.Error()) {
+	var src controller.ProviderSource = reg
+	if _, err := src.Provider("nope"); err == nil || !strings.Contains(err.Error(), controller.ErrUnknownProvider.Error()) {
 		t.Fatalf("unknown provider: %v", err)
 	}
-	p, err := src.Get("metered")
+	p, err := src.Provider("metered")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, ok := p.(controller.Cleaner)
-	if !ok {
-		t.Fatal("a registry provider is not a controller.Cleaner")
-	}
-	ms, ok := p.(controller.MetricsSetter)
-	if !ok {
-		t.Fatal("a registry provider is not a controller.MetricsSetter")
-	}
 	m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m1", Namespace: "default"}}
 	// The guest's Delete answers NOT_FOUND: nothing left, done.
-	if done, err := cl.Cleanup(ctx, m, nil); err != nil || !done {
+	if done, err := p.Cleanup(ctx, m, nil); err != nil || !done {
 		t.Fatalf("Cleanup = %v, %v; want done", done, err)
 	}
-	if err := ms.SetMetricsForMachines(ctx, clusterv1alpha1.MachineList{Items: []clusterv1alpha1.Machine{*m}}); err != nil {
+	if err := p.SetMetricsForMachines(ctx, clusterv1alpha1.MachineList{Items: []clusterv1alpha1.Machine{*m}}, nil); err != nil {
 		t.Fatal(err)
 	}
 

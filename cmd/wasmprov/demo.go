@@ -9,7 +9,7 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -55,52 +55,48 @@ func demo(ctx context.Context, w io.Writer, module, cacheDir string, env cliEnv)
 
 	machine := demoMachine()
 	local := &localData{machine: machine.DeepCopy()}
-	data, err := local.data(nil)
-	if err != nil {
-		return err
-	}
-	cp := p.ContextProvider()
-	ctx = cloud.WithMachineNamespace(ctx, machine.Namespace)
+	data := local.data(nil)
+	ctx = provider.WithMachineNamespace(ctx, machine.Namespace)
 	fmt.Fprintf(w, "lifecycle of Machine %s/%s (uid %s):\n", machine.Namespace, machine.Name, machine.UID)
 
 	t := time.Now()
-	spec, err := cp.AddDefaults(ctx, machine.Spec)
+	spec, err := p.AddDefaults(ctx, machine.Spec, nil)
 	step("AddDefaults", time.Since(t), json.RawMessage(spec.ProviderSpec.Value.Raw), err)
 	if err != nil {
 		return err
 	}
 	machine.Spec = spec
 	t = time.Now()
-	err = cp.Validate(ctx, machine.Spec)
+	err = p.Validate(ctx, machine.Spec, nil)
 	step("Validate", time.Since(t), "valid", err)
 	if err != nil {
 		return err
 	}
 	t = time.Now()
-	inst, err := cp.Create(ctx, machine, data, "#cloud-config\n")
+	inst, err := p.Create(ctx, machine, data, "#cloud-config\n")
 	if err != nil {
 		step("Create", time.Since(t), nil, err)
 		return err
 	}
 	step("Create", time.Since(t), instanceMap(inst), nil)
 	t = time.Now()
-	inst, err = cp.Get(ctx, machine)
+	inst, err = p.Get(ctx, machine, nil)
 	if err != nil {
 		step("Get", time.Since(t), nil, err)
 		return err
 	}
 	step("Get", time.Since(t), instanceMap(inst), nil)
 	t = time.Now()
-	config, name, err := cp.GetCloudConfig(ctx, machine.Spec)
+	config, name, err := p.GetCloudConfig(ctx, machine.Spec, nil)
 	step("GetCloudConfig", time.Since(t), map[string]string{"config": config, "name": name}, err)
 	t = time.Now()
-	labels, err := cp.MachineMetricsLabels(ctx, machine)
+	labels, err := p.MachineMetricsLabels(ctx, machine, nil)
 	step("MachineMetricsLabels", time.Since(t), labels, err)
 	t = time.Now()
-	err = cp.MigrateUID(ctx, machine, "4f0c1d9e-new-uid")
+	err = p.MigrateUID(ctx, machine, "4f0c1d9e-new-uid", nil)
 	step("MigrateUID", time.Since(t), "migrated", err)
 	t = time.Now()
-	err = cp.Delete(ctx, machine, data)
+	err = p.Delete(ctx, machine, data)
 	step("Delete", time.Since(t), "deleted", err)
 
 	st := p.PoolStats()

@@ -1,15 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	corev1 "k8s.io/api/core/v1"
-	listerscorev1 "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -30,31 +30,33 @@ func readMachine(path string) (*clusterv1alpha1.Machine, error) {
 	return m, nil
 }
 
-// localData is MachineCreateDeleteData for running a provider outside a
-// cluster: updates apply to an in-memory copy of the Machine, and the
+// localData is the call data of Create and Delete for running a provider
+// outside a cluster: updates apply to an in-memory copy of the Machine, and the
 // PersistentVolumes come from a file (or none).
 type localData struct {
 	machine *clusterv1alpha1.Machine
 	updates int
 }
 
-func (l *localData) data(pvs []corev1.PersistentVolume) (*cloud.MachineCreateDeleteData, error) {
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for i := range pvs {
-		if err := indexer.Add(&pvs[i]); err != nil {
-			return nil, err
-		}
-	}
-	return &cloud.MachineCreateDeleteData{
-		Updater: func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
+func (l *localData) data(pvs []corev1.PersistentVolume) *provider.Data {
+	return &provider.Data{
+		Update: func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 			next := l.machine.DeepCopy()
 			modify(next)
 			l.machine = next
 			l.updates++
 			return next.DeepCopy(), nil
 		},
-		PVLister: listerscorev1.NewPersistentVolumeLister(indexer),
-	}, nil
+		ListPersistentVolumes: func(_ context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {
+			var out []corev1.PersistentVolume
+			for _, pv := range pvs {
+				if sel.Matches(labels.Set(pv.Labels)) {
+					out = append(out, pv)
+				}
+			}
+			return out, nil
+		},
+	}
 }
 
 func readPVs(path string) ([]corev1.PersistentVolume, error) {

@@ -18,13 +18,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/types"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
 	"github.com/wasmprov/wasmprov/runtime/registry"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 func init() {
@@ -248,21 +250,21 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	p := h.ContextProvider()
-	ctx = cloud.WithMachineNamespace(ctx, req.Machine.Namespace)
+	ctx = provider.WithMachineNamespace(ctx, req.Machine.Namespace)
+	p := h
 	var result any
 	switch strings.ToLower(method) {
 	case "adddefaults":
-		result, err = p.AddDefaults(ctx, *req.Spec)
+		result, err = p.AddDefaults(ctx, *req.Spec, nil)
 	case "validate":
-		err = p.Validate(ctx, *req.Spec)
+		err = p.Validate(ctx, *req.Spec, nil)
 	case "get":
-		inst, gerr := p.Get(ctx, req.Machine)
+		inst, gerr := p.Get(ctx, req.Machine, nil)
 		if err = gerr; err == nil {
 			result = instanceMap(inst)
 		}
 	case "getcloudconfig":
-		cfg, cname, gerr := p.GetCloudConfig(ctx, *req.Spec)
+		cfg, cname, gerr := p.GetCloudConfig(ctx, *req.Spec, nil)
 		result, err = map[string]string{"config": cfg, "name": cname}, gerr
 	case "create":
 		inst, cerr := p.Create(ctx, req.Machine, nil, req.Userdata)
@@ -270,11 +272,13 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 			result = instanceMap(inst)
 		}
 	case "delete":
-		err = p.Delete(ctx, req.Machine, nil)
+		// The seed's Delete: an unfinished deletion is an error wrapping
+		// provider.ErrDeletionInProgress, call again.
+		err = cloud.SeedProvider(p, func() context.Context { return ctx }).Delete(req.Machine, nil)
 	case "machinemetricslabels":
-		result, err = p.MachineMetricsLabels(ctx, req.Machine)
+		result, err = p.MachineMetricsLabels(ctx, req.Machine, nil)
 	case "migrateuid":
-		err = p.MigrateUID(ctx, req.Machine, types.UID(req.NewUID))
+		err = p.MigrateUID(ctx, req.Machine, types.UID(req.NewUID), nil)
 	case "setmetricsformachines":
 		var list clusterv1alpha1.MachineList
 		if req.Machines != nil {
@@ -282,7 +286,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		}
 		// The result is the samples as the runtime stored them (none if
 		// it refused the answer), without the /metrics name prefix.
-		if err = h.Calls().SetMetricsForMachines(ctx, list, nil); err == nil {
+		if err = p.SetMetricsForMachines(ctx, list, nil); err == nil {
 			result = map[string]any{"metrics": h.MetricSamples(), "prefix": runtime.MetricNamePrefix(name)}
 		}
 	default:

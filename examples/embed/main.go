@@ -57,7 +57,10 @@ func run(ctx context.Context, dir string, m *clusterv1alpha1.Machine, opts ...ru
 	if err != nil {
 		return err
 	}
-	return reconcile(h, m) // *registry.Handle is a cloud.Provider
+	// A *registry.Handle is a provider.Interface; cloud.SeedProvider makes
+	// it the seed's cloud.Provider, which code written for
+	// machine-controller v0.10.x takes.
+	return reconcile(cloud.SeedProvider(h, nil), m)
 }
 
 // reconcile stands for your controller's code: it knows only cloud.Provider.

@@ -48,6 +48,9 @@ func TestImportInvariants(t *testing.T) {
 		{pkg: "cloudprovider/types", why: "the contract mirrors upstream's types only", banned: []string{mod + "runtime"}},
 		{pkg: "apis/wasmprov/v1alpha1", why: "an API's types import no part of the host", banned: []string{mod + "runtime", mod + "controller", mod + "internal/"}},
 		{pkg: "controller", why: "the Machine controller sees only a ProviderSource; the CLI wires the WasmProvider reconciler", banned: []string{mod + "controller/wasmprovider"}},
+		{pkg: "provider", why: "the provider interface is a leaf: API types and the instance contract only",
+			banned: []string{mod + "runtime", mod + "internal/", mod + "cloud\n", mod + "controller", mod + "cloudprovider", "go.uber.org/zap", "sigs.k8s.io/controller-runtime"}},
+		{pkg: "controller", why: "the controller calls providers through provider.Interface, not a contract's adapter", banned: []string{mod + "cloud\n", mod + "cloudprovider"}},
 	} {
 		list := strings.Join(deps(t, rule.pkg, rule.tags...), "\n") + "\n"
 		for _, b := range rule.banned {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 )
 
 // configVar resolves a ConfigVarString or ConfigVarBool the way
@@ -141,7 +141,7 @@ func (c *Call) configMapValue(ctx context.Context, ns, name, key string) (string
 //     never widens what it may read.
 //   - Its namespace must be the Machine's own or one the policy names
 //     (ConfigVarSource.AllowedNamespaces); for calls without a Machine,
-//     the namespace the caller named with cloud.WithMachineNamespace: a Machine author who may write
+//     the namespace the caller named with provider.WithMachineNamespace: a Machine author who may write
 //     Machines in one namespace cannot make the controller read Secrets of
 //     another.
 func (c *Call) referenced(kind, ns, name, key string) error {
@@ -191,6 +191,6 @@ func (c *Call) captureCaller() {
 	if c.Machine != nil {
 		c.callerNamespace = c.Machine.Namespace
 	} else {
-		c.callerNamespace = cloud.MachineNamespace(c.ctx)
+		c.callerNamespace = provider.MachineNamespace(c.ctx)
 	}
 }

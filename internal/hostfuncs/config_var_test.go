@@ -7,9 +7,10 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -184,7 +185,7 @@ func TestConfigVarNamespaces(t *testing.T) {
 		name      string
 		allowed   []string
 		method    abi.Method
-		ctxNS     string // cloud.WithMachineNamespace, for spec-only calls
+		ctxNS     string // provider.WithMachineNamespace, for spec-only calls
 		ref, want string
 		errno     abi.Errno
 	}{
@@ -207,7 +208,7 @@ func TestConfigVarNamespaces(t *testing.T) {
 				c.Spec, c.Machine = nil, m
 			}
 			if tc.ctxNS != "" {
-				SetContext(c, cloud.WithMachineNamespace(context.Background(), tc.ctxNS))
+				SetContext(c, provider.WithMachineNamespace(context.Background(), tc.ctxNS))
 			}
 			got, err := c.Invoke(abi.ImportConfigVar, configVarReq("string", tc.ref, ""))
 			if tc.errno != 0 {

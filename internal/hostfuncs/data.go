@@ -4,37 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 )
 
 // Data is the host side of one call's data functions, given by the
-// caller: runtime.CallData in the form the host functions use. Every field
-// may be nil; see runtime.CallData for what nil means.
-type Data struct {
-	Update  cloud.MachineUpdater
-	ListPVs func(ctx context.Context, selector labels.Selector) ([]corev1.PersistentVolume, error)
-	Objects ObjectReader
-	Logger  *slog.Logger
-}
+// caller (see provider.Data for what each nil field means).
+type Data = provider.Data
 
 // ObjectReader reads one key of a Secret or ConfigMap for config_var.
-type ObjectReader interface {
-	SecretKey(ctx context.Context, namespace, name, key string) (string, error)
-	ConfigMapKey(ctx context.Context, namespace, name, key string) (string, error)
-}
+type ObjectReader = provider.ObjectReader
 
 // ErrKeyNotFound is wrapped by an ObjectReader whose object exists
 // without the key asked for.
-var ErrKeyNotFound = errors.New("key not found")
+var ErrKeyNotFound = provider.ErrKeyNotFound
 
 // ClientObjects reads Secrets and ConfigMaps through a clientset.
 type ClientObjects struct{ Client kubernetes.Interface }

@@ -224,7 +224,7 @@ func FuzzPVList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, req []byte) {
 		c := NewCall(context.Background(), env, abi.MethodCreate, abi.CapPVList)
 		c.Machine = fuzzMachine()
-		c.Data = &Data{ListPVs: listPVs(lister)}
+		c.Data = &Data{ListPersistentVolumes: listPVs(lister)}
 		out, err := c.Invoke(abi.ImportPVList, req)
 		checkResult(t, out, err)
 		_ = labels.Everything()

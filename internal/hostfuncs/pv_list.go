@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// pvList lists PersistentVolumes through the caller's Data.ListPVs (an
+// pvList lists PersistentVolumes through the caller's Data.ListPersistentVolumes (an
 // informer-backed lister, or a controller-runtime client's cached List) and
 // returns a PersistentVolumeList.
 func pvList(_ context.Context, c *Call, req []byte) ([]byte, error) {
-	if !c.createOrDelete() || c.Data == nil || c.Data.ListPVs == nil {
+	if !c.createOrDelete() || c.Data == nil || c.Data.ListPersistentVolumes == nil {
 		return nil, errorf(abi.ErrnoUnavailable, "pv_list is only available in Create and Delete with a PV lister")
 	}
 	var r abi.PVListRequest
@@ -27,7 +27,7 @@ func pvList(_ context.Context, c *Call, req []byte) ([]byte, error) {
 	if err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "invalid label selector %q: %v", r.LabelSelector, err)
 	}
-	pvs, err := c.Data.ListPVs(c.blocking(), sel)
+	pvs, err := c.Data.ListPersistentVolumes(c.blocking(), sel)
 	if err != nil {
 		return nil, errorf(abi.ErrnoFailed, "listing persistent volumes: %v", err)
 	}

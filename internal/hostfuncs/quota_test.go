@@ -61,7 +61,7 @@ func TestHostFunctionUsesPerCall(t *testing.T) {
 				c.Spec = nil
 				c.Machine = &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", UID: "u"}}
 				c.Data = &Data{
-					ListPVs: listPVs(lister),
+					ListPersistentVolumes: listPVs(lister),
 					Update: func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 						updates.Add(1)
 						next := cur.DeepCopy()

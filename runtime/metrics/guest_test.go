@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/testguest"
@@ -18,7 +20,6 @@ import (
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
 	"github.com/wasmprov/wasmprov/runtime/registry"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // reporter is a native provider whose SetMetricsForMachines answers
@@ -93,13 +94,13 @@ func TestGuestCollectorNative(t *testing.T) {
 	})
 	silent := reporter(t, rt, "silent", perMachine) // never asked: nothing but its skipped gauge
 
-	if err := hz.Calls().SetMetricsForMachines(ctx, machines("m1", "m2"), nil); err != nil {
+	if err := hz.SetMetricsForMachines(ctx, machines("m1", "m2"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := aws.Calls().SetMetricsForMachines(ctx, machines("a1", "a2", "a3"), nil); err != nil {
+	if err := aws.SetMetricsForMachines(ctx, machines("a1", "a2", "a3"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := refused.Calls().SetMetricsForMachines(ctx, machines("x"), nil); runtime.ErrorClass(err) != runtime.ClassBadResult {
+	if err := refused.SetMetricsForMachines(ctx, machines("x"), nil); runtime.ErrorClass(err) != runtime.ClassBadResult {
 		t.Fatalf("negative counter: %v, want a bad-result error", err)
 	}
 
@@ -132,7 +133,7 @@ wasmprov_provider_guest_metric_families_skipped{provider="silent"} 0
 
 	// A refused result replaces the samples before it: stale numbers would
 	// look current.
-	if err := hz.Calls().SetMetricsForMachines(ctx, machines("m1"), nil); err != nil {
+	if err := hz.SetMetricsForMachines(ctx, machines("m1"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(g, "wasmprov_guest_hetzner_server_up"); n != 1 {
@@ -160,7 +161,7 @@ func TestGuestCollectorNameCollisions(t *testing.T) {
 	})
 	short := reporter(t, rt, "a", gauge("b_x", 3))
 	for _, p := range []*runtime.Provider{dash, under, short} {
-		if err := p.Calls().SetMetricsForMachines(ctx, machines("m"), nil); err != nil {
+		if err := p.SetMetricsForMachines(ctx, machines("m"), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,10 +226,10 @@ func TestGuestCollectorRegistry(t *testing.T) {
 	}
 	good, _ := reg.Get("good")
 	bad, _ := reg.Get("bad")
-	if err := good.Calls().SetMetricsForMachines(ctx, machines("m1", "m2"), nil); err != nil {
+	if err := good.SetMetricsForMachines(ctx, machines("m1", "m2"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := bad.Calls().SetMetricsForMachines(ctx, machines("m1"), nil); runtime.ErrorClass(err) != runtime.ClassBadResult {
+	if err := bad.SetMetricsForMachines(ctx, machines("m1"), nil); runtime.ErrorClass(err) != runtime.ClassBadResult {
 		t.Fatalf("refused result: %v, want bad-result", err)
 	}
 	want := `

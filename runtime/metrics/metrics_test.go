@@ -12,15 +12,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
 	"github.com/wasmprov/wasmprov/runtime/registry"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 func guest(t *testing.T, version, mode string) []byte {
@@ -77,7 +79,12 @@ func TestCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(ctx)
-	reg := registry.New(rt, registry.WithLogger(logger), registry.WithSmokeTest(nil))
+	drained := make(chan struct{}, 1)
+	reg := registry.New(rt, registry.WithLogger(logger), registry.WithSmokeTest(nil), registry.WithEventHandler(func(ev registry.Event) {
+		if ev.Kind == registry.EventDrained && ev.Provider == "p" {
+			drained <- struct{}{}
+		}
+	}))
 	defer reg.Close(ctx)
 	c.SetRegistry(reg)
 	pr := prometheus.NewPedanticRegistry()
@@ -89,14 +96,14 @@ func TestCollector(t *testing.T) {
 	h, _ := reg.Get("p")
 	m := &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m"}}
 	for range 3 {
-		if _, err := h.MachineMetricsLabels(m); err != nil {
+		if _, err := cloud.SeedProvider(h, nil).MachineMetricsLabels(m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Terminal: a providerSpec that is not JSON.
 	bad := &clusterv1alpha1.Machine{}
 	bad.Spec.ProviderSpec.Value = &kruntime.RawExtension{Raw: []byte("{not json")}
-	if _, err := h.Get(bad); runtime.ErrorClass(err) != runtime.ClassTerminal {
+	if _, err := cloud.SeedProvider(h, nil).Get(bad); runtime.ErrorClass(err) != runtime.ClassTerminal {
 		t.Fatalf("want a terminal error, got %v", err)
 	}
 	// A trap and a timeout from real guests.
@@ -104,7 +111,7 @@ func TestCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	hp, _ := reg.Get("panics")
-	if _, err := hp.AddDefaults(clusterv1alpha1.MachineSpec{}); runtime.ErrorClass(err) != runtime.ClassTrap {
+	if _, err := cloud.SeedProvider(hp, nil).AddDefaults(clusterv1alpha1.MachineSpec{}); runtime.ErrorClass(err) != runtime.ClassTrap {
 		t.Fatalf("want a trap, got %v", err)
 	}
 	if err := reg.Register(ctx, "hangs", guest(t, "v1", "hang"), nil); err != nil {
@@ -112,7 +119,7 @@ func TestCollector(t *testing.T) {
 	}
 	hh, _ := reg.Get("hangs")
 	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	_, err = hh.ContextProvider().AddDefaults(tctx, clusterv1alpha1.MachineSpec{})
+	_, err = hh.AddDefaults(tctx, clusterv1alpha1.MachineSpec{}, nil)
 	cancel()
 	if runtime.ErrorClass(err) != runtime.ClassTimeout {
 		t.Fatalf("want a timeout, got %v", err)
@@ -127,10 +134,16 @@ func TestCollector(t *testing.T) {
 	if err := reg.Register(ctx, "p", []byte("garbage"), nil); err == nil {
 		t.Fatal("garbage loaded")
 	}
-	// Wait for v1 to drain so the instance counters are final.
-	deadline := time.Now().Add(10 * time.Second)
-	for reg.Status()[1].Draining != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// Wait for v1 to drain (its event comes once it is closed) so the
+	// instance counters are final; the test's deadline bounds the wait.
+	var timeout <-chan time.Time
+	if d, ok := t.Deadline(); ok {
+		timeout = time.After(time.Until(d) * 9 / 10)
+	}
+	select {
+	case <-drained:
+	case <-timeout:
+		t.Fatalf("v1 not drained: %+v", reg.Status())
 	}
 
 	got := gather(t, pr)

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/wasmprov/wasmprov/cloud"
+
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/examples/fake/fakeprovider"
@@ -62,7 +64,7 @@ func TestLoadRunsSDKProviderThroughHost(t *testing.T) {
 	}
 
 	// Input reaches the provider and its result is decoded as a module's.
-	inst, err := p.Get(machine("m1"))
+	inst, err := cloud.SeedProvider(p, nil).Get(machine("m1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestLoadRunsSDKProviderThroughHost(t *testing.T) {
 
 	// A refused host function is the SDK's *provider.HostError, with the
 	// errno and message a wasm guest reads.
-	err = p.Validate(machine("m1").Spec)
+	err = cloud.SeedProvider(p, nil).Validate(machine("m1").Spec)
 	want := fmt.Sprintf(`func=%s errno=%d message=%q`, abi.ImportHTTP, abi.ErrnoNotDeclared, "capability not declared or not granted")
 	if got := errors.Unwrap(err); got == nil || got.Error() != want {
 		t.Errorf("Validate: %v, want the provider's report %s", err, want)
@@ -85,7 +87,7 @@ func TestLoadRunsSDKProviderThroughHost(t *testing.T) {
 	}
 
 	// A panic is the SDK's panic status: ErrGuestPanic, class trap.
-	err = p.Delete(machine("m1"), nil)
+	err = cloud.SeedProvider(p, nil).Delete(machine("m1"), nil)
 	if !errors.Is(err, runtime.ErrGuestPanic) || runtime.ErrorClass(err) != runtime.ClassTrap {
 		t.Errorf("Delete: %v (class %q), want ErrGuestPanic of class trap", err, runtime.ErrorClass(err))
 	}
@@ -123,7 +125,7 @@ func TestLoadMapsDeletionInProgressByDeclaration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []bool{false, false, true} {
-		if done, err := p.Calls().Cleanup(context.Background(), machine("m"), nil); done != want || err != nil {
+		if done, err := p.Cleanup(context.Background(), machine("m"), nil); done != want || err != nil {
 			t.Fatalf("async Cleanup call %d = (%v, %v), want (%v, nil)", i+1, done, err, want)
 		}
 	}
@@ -132,7 +134,7 @@ func TestLoadMapsDeletionInProgressByDeclaration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := old.Calls().Cleanup(context.Background(), machine("m"), nil)
+	done, err := old.Cleanup(context.Background(), machine("m"), nil)
 	if done || err == nil || errors.Is(err, runtime.ErrDeletionInProgress) || runtime.ErrorClass(err) != runtime.ClassTransient {
 		t.Fatalf("Cleanup without async_delete = (%v, %v), want a transient error that is not IN_PROGRESS", done, err)
 	}

@@ -7,7 +7,7 @@
 //	_ = reg.Watch(ctx)                              // hot reload
 //	_ = reg.RegisterImage(ctx, "aws", registry.Image{Ref: "ghcr.io/acme/aws@sha256:…"})
 //	h, err := reg.Get("hetzner")                    // like cloudprovider.ForProvider
-//	var _ cloud.Provider = h
+//	var _ provider.Interface = h
 //
 // Hot reload. A new version of a provider is read, compiled, validated,
 // smoke-tested and pre-warmed off the call path, then swapped in

@@ -14,15 +14,16 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testhost"
 	"github.com/wasmprov/wasmprov/internal/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/registry"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 const versionedDir = "runtime/registry/testdata/versioned"
@@ -293,7 +294,7 @@ func testMachine(labels map[string]string) *clusterv1alpha1.Machine {
 // version calls the provider and returns the version that answered,
 // checking that the answer is self-consistent.
 func version(ctx context.Context, h *registry.Handle, labels map[string]string) (string, error) {
-	out, err := h.ContextProvider().MachineMetricsLabels(ctx, testMachine(labels))
+	out, err := h.MachineMetricsLabels(ctx, testMachine(labels), nil)
 	if err != nil {
 		return "", err
 	}

@@ -326,7 +326,7 @@ func measureHundred(run hundredRun) (hundredResult, error) {
 	lat := make([]float64, 0, len(handles))
 	for _, h := range handles {
 		t := time.Now()
-		if err := registry.DefaultSmokeTest(ctx, h.ContextProvider()); err != nil {
+		if err := registry.DefaultSmokeTest(ctx, h); err != nil {
 			return res, fmt.Errorf("%s: %w", h.Name(), err)
 		}
 		ms := float64(time.Since(t).Microseconds()) / 1000

@@ -16,13 +16,14 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"oras.land/oras-go/v2/registry/remote"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/internal/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	"github.com/wasmprov/wasmprov/runtime/registry"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"oras.land/oras-go/v2/registry/remote"
 )
 
 // ociEnv is a real registry on 127.0.0.1 and a client with its own store.
@@ -167,10 +168,10 @@ func TestImageEntryByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ContextProvider().Validate(ctx, fakeSpec(true)); err != nil {
+	if err := h.Validate(ctx, fakeSpec(true), nil); err != nil {
 		t.Fatalf("Validate(pass): %v", err)
 	}
-	if err := h.ContextProvider().Validate(ctx, fakeSpec(false)); err == nil || !strings.Contains(err.Error(), "failing validation as requested") {
+	if err := h.Validate(ctx, fakeSpec(false), nil); err == nil || !strings.Contains(err.Error(), "failing validation as requested") {
 		t.Fatalf("Validate(fail) = %v, want the guest's refusal", err)
 	}
 	st := statusOf(t, f.reg, "fake")
@@ -223,7 +224,7 @@ func TestImageEntryByDigestFromStoreOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ContextProvider().Validate(context.Background(), fakeSpec(true)); err != nil {
+	if err := h.Validate(context.Background(), fakeSpec(true), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := env.reg.Requests.Load() - before; n != 0 {
@@ -492,7 +493,7 @@ func TestImageVerifier(t *testing.T) {
 	if !errors.Is(err, registry.ErrVerification) || !strings.Contains(err.Error(), "signature does not match") {
 		t.Fatalf("reload with a refused artifact: %v, want ErrVerification", err)
 	}
-	if err := h.ContextProvider().Validate(ctx, fakeSpec(true)); err != nil {
+	if err := h.Validate(ctx, fakeSpec(true), nil); err != nil {
 		t.Fatalf("the verified version stopped serving: %v", err)
 	}
 	if st := statusOf(t, f.reg, "fake"); st.ImageDigest != d {

@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/registry"
@@ -54,7 +55,7 @@ func TestRegistryLoadDirGetAndNotFound(t *testing.T) {
 		t.Fatalf("SHA256 = %s, want %s", h.SHA256(), sum(v1))
 	}
 	// Both views are real providers.
-	if _, err := h.Get(testMachine(nil)); err != nil {
+	if _, err := cloud.SeedProvider(h, nil).Get(testMachine(nil)); err != nil {
 		t.Fatal(err)
 	}
 

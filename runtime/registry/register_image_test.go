@@ -60,7 +60,7 @@ func TestRegisterImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ContextProvider().Validate(ctx, fakeSpec(true)); err != nil {
+	if err := h.Validate(ctx, fakeSpec(true), nil); err != nil {
 		t.Fatalf("Validate(pass): %v", err)
 	}
 	st := statusOf(t, f.reg, "fake")

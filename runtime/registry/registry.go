@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -17,7 +18,7 @@ var (
 	// cloud/errors.ErrInstanceNotFound: a missing provider says nothing
 	// about the instance, so a controller must retry, never treat the
 	// Machine's instance as gone.
-	ErrProviderNotFound = errors.New("provider not found")
+	ErrProviderNotFound = provider.ErrProviderNotFound
 	// ErrDuplicateProvider: a provider of that name already comes from
 	// another source (another directory, or code).
 	ErrDuplicateProvider = errors.New("provider name already in use")
@@ -99,6 +100,16 @@ func (r *Registry) Get(name string) (*Handle, error) {
 		return nil, fmt.Errorf("%w: %q", ErrProviderNotFound, name)
 	}
 	return e.handle, nil
+}
+
+// Provider is Get as a provider.Interface: a Registry is a
+// controller.ProviderSource.
+func (r *Registry) Provider(name string) (provider.Interface, error) {
+	h, err := r.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // Names returns the names of the providers loaded, sorted.

@@ -61,7 +61,7 @@ func TestRegistryDrainsOldVersion(t *testing.T) {
 	if ev.SHA256 != sum(v1) || ev.Err != nil {
 		t.Fatalf("drained event %+v", ev)
 	}
-	if err := old.ContextProvider().Validate(ctx, clusterv1alpha1.MachineSpec{}); !errors.Is(err, runtime.ErrProviderClosed) {
+	if err := old.Validate(ctx, clusterv1alpha1.MachineSpec{}, nil); !errors.Is(err, runtime.ErrProviderClosed) {
 		t.Fatalf("old version still open: %v", err)
 	}
 	if n := liveProviders(f.rt); n != 1 {

@@ -11,21 +11,22 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
 // SmokeTest exercises a freshly loaded version before it may serve calls.
 // An error rejects the version; the previous one keeps serving.
-type SmokeTest func(ctx context.Context, p cloud.ContextProvider) error
+type SmokeTest func(ctx context.Context, p provider.Interface) error
 
 // DefaultSmokeTest calls AddDefaults with an empty MachineSpec — a method
 // every provider implements without touching a cloud — and fails only if
 // the sandbox failed: a trap, a panic, a timeout or an answer the ABI does
 // not allow. The provider's own verdict (most refuse an empty spec) is fine.
-func DefaultSmokeTest(ctx context.Context, p cloud.ContextProvider) error {
-	_, err := p.AddDefaults(ctx, clusterv1alpha1.MachineSpec{})
+func DefaultSmokeTest(ctx context.Context, p provider.Interface) error {
+	_, err := p.AddDefaults(ctx, clusterv1alpha1.MachineSpec{}, nil)
 	switch runtime.ErrorClass(err) {
 	case runtime.ClassTrap, runtime.ClassTimeout, runtime.ClassCanceled, runtime.ClassBadResult:
 		return err
@@ -374,7 +375,7 @@ func (r *Registry) smoke(ctx context.Context, p *runtime.Provider) error {
 	sctx, cancel := context.WithTimeout(ctx, r.cfg.smokeTimeout)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- r.cfg.smoke(sctx, p.ContextProvider()) }()
+	go func() { done <- r.cfg.smoke(sctx, p) }()
 	select {
 	case err := <-done:
 		return err

@@ -22,10 +22,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/tetratelabs/wazero"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/bench/benchprov"
 	"github.com/wasmprov/wasmprov/bench/internal/gp"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -140,7 +141,6 @@ func (n *Native) Close() error { return nil }
 type Wasmprov struct {
 	rt *runtime.Runtime
 	p  *runtime.Provider
-	cp cloud.ContextProvider
 }
 
 // NewWasmprov loads the benchprov guest on the wazero engine (the
@@ -197,7 +197,7 @@ func newWasmprovGuest(ctx context.Context, o Options, pkg string, extra ...runti
 		_ = rt.Close(ctx)
 		return nil, err
 	}
-	return &Wasmprov{rt: rt, p: p, cp: p.ContextProvider()}, nil
+	return &Wasmprov{rt: rt, p: p}, nil
 }
 
 func allowed(o Options) []string {
@@ -219,11 +219,11 @@ func (w *Wasmprov) Empty(ctx context.Context) error {
 }
 
 func (w *Wasmprov) Validate(ctx context.Context, spec *clusterv1alpha1.MachineSpec) error {
-	return w.cp.Validate(ctx, *spec)
+	return w.p.Validate(ctx, *spec, nil)
 }
 
 func (w *Wasmprov) Create(ctx context.Context, m *clusterv1alpha1.Machine) error {
-	_, err := w.cp.Create(ctx, m, &cloud.MachineCreateDeleteData{}, "#cloud-config\n")
+	_, err := w.p.Create(ctx, m, &provider.Data{}, "#cloud-config\n")
 	return err
 }
 

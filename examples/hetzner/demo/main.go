@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,10 +27,10 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hetznertest"
+	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -110,7 +109,6 @@ func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	cp := p.ContextProvider()
 
 	// Three Machines; the third uses the legacy datacenter field.
 	specs := []struct{ name, where, dc string }{{"worker-a", "fsn1", ""}, {"worker-b", "nbg1", ""}, {"worker-c", "", "hel1-dc2"}}
@@ -128,7 +126,7 @@ func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 	}
 
 	say("demo", "creating 3 machines concurrently")
-	if err := each(machines, func(m *clusterv1alpha1.Machine) error { return create(ctx, cp, cluster, sim, m) }); err != nil {
+	if err := each(machines, func(m *clusterv1alpha1.Machine) error { return create(ctx, p, cluster, sim, m) }); err != nil {
 		return err
 	}
 	showCloud(sim, "cloud after create")
@@ -139,7 +137,7 @@ func run(wasm, cacheDir string, engine runtime.Engine, verbose bool) error {
 
 	say("demo", "deleting 3 machines concurrently (their PV volumes are detached first)")
 	sim.ResetRequests()
-	if err := each(machines, func(m *clusterv1alpha1.Machine) error { return remove(ctx, cp, cluster, m) }); err != nil {
+	if err := each(machines, func(m *clusterv1alpha1.Machine) error { return remove(ctx, p, cluster, m) }); err != nil {
 		return err
 	}
 	showOrder(sim)
@@ -223,22 +221,22 @@ func each(ms []*clusterv1alpha1.Machine, fn func(*clusterv1alpha1.Machine) error
 	return first
 }
 
-func create(ctx context.Context, p cloud.ContextProvider, c *hetznertest.Cluster, sim *hcloudsim.Running, m *clusterv1alpha1.Machine) error {
+func create(ctx context.Context, p provider.Interface, c *hetznertest.Cluster, sim *hcloudsim.Running, m *clusterv1alpha1.Machine) error {
 	who := m.Name
-	ctx = cloud.WithMachineNamespace(ctx, m.Namespace)
-	spec, err := p.AddDefaults(ctx, m.Spec)
+	ctx = provider.WithMachineNamespace(ctx, m.Namespace)
+	spec, err := p.AddDefaults(ctx, m.Spec, nil)
 	if err != nil {
 		return fmt.Errorf("%s: AddDefaults: %w", who, err)
 	}
 	say(who, "AddDefaults: cloudProviderSpec %s", cps(spec))
 	m.Spec = spec
-	if err := p.Validate(ctx, m.Spec); err != nil {
+	if err := p.Validate(ctx, m.Spec, nil); err != nil {
 		return fmt.Errorf("%s: Validate: %w", who, err)
 	}
 	say(who, "Validate: ok (token from Secret, location, server type and image exist)")
-	labels, _ := p.MachineMetricsLabels(ctx, m)
+	labels, _ := p.MachineMetricsLabels(ctx, m, nil)
 	say(who, "MachineMetricsLabels: %v", labels)
-	if _, err := p.Get(ctx, m); err != nil {
+	if _, err := p.Get(ctx, m, nil); err != nil {
 		say(who, "Get before Create: %v", err)
 	}
 	say(who, "Create: finalizers before %v", m.Finalizers)
@@ -253,7 +251,7 @@ func create(ctx context.Context, p cloud.ContextProvider, c *hetznertest.Cluster
 	cur, _ := c.Machines.Get(m.Namespace, m.Name)
 	for inst.Status() != instance.StatusRunning {
 		time.Sleep(250 * time.Millisecond)
-		if inst, err = p.Get(ctx, cur); err != nil {
+		if inst, err = p.Get(ctx, cur, nil); err != nil {
 			return fmt.Errorf("%s: Get: %w", who, err)
 		}
 		say(who, "Get: %s", inst.Status())
@@ -280,37 +278,40 @@ func create(ctx context.Context, p cloud.ContextProvider, c *hetznertest.Cluster
 	return nil
 }
 
-func remove(ctx context.Context, p cloud.ContextProvider, c *hetznertest.Cluster, m *clusterv1alpha1.Machine) error {
+func remove(ctx context.Context, p provider.Interface, c *hetznertest.Cluster, m *clusterv1alpha1.Machine) error {
 	cur, err := c.Machines.Get(m.Namespace, m.Name)
 	if err != nil {
 		return err
 	}
 	for {
-		err := p.Delete(ctx, cur, c.Data())
-		if err == nil {
+		data := c.Data()
+		var note string
+		data.Progress = func(n string, _ time.Duration) { note = n }
+		done, err := p.Cleanup(ctx, cur, data)
+		if err == nil && done {
 			break
 		}
-		if errors.Is(err, runtime.ErrDeletionInProgress) {
-			// The provider declares async_delete: Delete returned while
+		if err == nil {
+			// The provider declares async_delete: Cleanup returned while
 			// the cloud deletes; call again, as the controller would.
 			d := 500 * time.Millisecond
-			say(m.Name, "Delete: %v; calling again in %v", err, d)
+			say(m.Name, "Cleanup: in progress (%s); calling again in %v", note, d)
 			time.Sleep(d)
 			cur, _ = c.Machines.Get(m.Namespace, m.Name)
 			continue
 		}
 		d, ok := cloudRetry(err)
 		if !ok {
-			return fmt.Errorf("%s: Delete: %w", m.Name, err)
+			return fmt.Errorf("%s: Cleanup: %w", m.Name, err)
 		}
-		say(m.Name, "Delete: %v; retrying in %v", err, d)
+		say(m.Name, "Cleanup: %v; retrying in %v", err, d)
 		time.Sleep(d)
 		cur, _ = c.Machines.Get(m.Namespace, m.Name)
 	}
 	cur, _ = c.Machines.Get(m.Namespace, m.Name)
-	say(m.Name, "Delete: done; finalizers now %v", cur.Finalizers)
-	if _, err := p.Get(ctx, cur); err != nil {
-		say(m.Name, "Get after Delete: %v", err)
+	say(m.Name, "Cleanup: done; finalizers now %v", cur.Finalizers)
+	if _, err := p.Get(ctx, cur, nil); err != nil {
+		say(m.Name, "Get after Cleanup: %v", err)
 	}
 	return nil
 }
@@ -326,7 +327,7 @@ func showMetrics(ctx context.Context, p *runtime.Provider, c *hetznertest.Cluste
 		}
 		list.Items = append(list.Items, *cur)
 	}
-	if err := p.Calls().SetMetricsForMachines(ctx, list, nil); err != nil {
+	if err := p.SetMetricsForMachines(ctx, list, nil); err != nil {
 		return fmt.Errorf("SetMetricsForMachines: %w", err)
 	}
 	for _, s := range p.MetricSamples() {

@@ -67,12 +67,12 @@ func TestAsyncDelete(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv := f.serversOf(m)[0]
-			calls := f.raw.Calls()
+			calls := f.raw
 			// The first call issues the DELETE and reads the server once
 			// (still deleting); the second lists it deleting; the third
 			// finds it gone.
 			for i, want := range []bool{false, false, true} {
-				done, err := calls.Cleanup(f.ctx, f.fresh(m), runtime.SeedData(f.cluster.Data()))
+				done, err := calls.Cleanup(f.ctx, f.fresh(m), f.cluster.Data())
 				if err != nil || done != want {
 					t.Fatalf("Cleanup call %d = (%v, %v), want (%v, nil)", i+1, done, err, want)
 				}
@@ -94,7 +94,7 @@ func TestAsyncDelete(t *testing.T) {
 				t.Fatalf("%d DELETE requests for server %d, want 1: a deleting server is not deleted again", n, srv.ID)
 			}
 			// Nothing left: done at once.
-			if done, err := calls.Cleanup(f.ctx, f.fresh(m), runtime.SeedData(f.cluster.Data())); !done || err != nil {
+			if done, err := calls.Cleanup(f.ctx, f.fresh(m), f.cluster.Data()); !done || err != nil {
 				t.Fatalf("Cleanup of a deleted Machine = (%v, %v)", done, err)
 			}
 		})
@@ -156,7 +156,7 @@ func TestMetricsForMachines(t *testing.T) {
 		for _, m := range ms {
 			list.Items = append(list.Items, *m)
 		}
-		if err := f.raw.Calls().SetMetricsForMachines(f.ctx, list, nil); err != nil {
+		if err := f.raw.SetMetricsForMachines(f.ctx, list, nil); err != nil {
 			t.Fatal(err)
 		}
 		got := map[[2]string]float64{}
@@ -177,7 +177,7 @@ func TestMetricsForMachines(t *testing.T) {
 			t.Fatalf("SetMetricsForMachines made %d API requests", n)
 		}
 		// The next call replaces the samples: an empty list, none left.
-		if err := f.raw.Calls().SetMetricsForMachines(f.ctx, clusterv1alpha1.MachineList{}, nil); err != nil {
+		if err := f.raw.SetMetricsForMachines(f.ctx, clusterv1alpha1.MachineList{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if s := f.raw.MetricSamples(); len(s) != 0 {

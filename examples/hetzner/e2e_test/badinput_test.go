@@ -53,7 +53,7 @@ func TestBadInputLeavesNothing(t *testing.T) {
 				class := func(err error) {
 					expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
 				}
-				err := f.p.Validate(f.ctx, m.Spec)
+				err := f.p.Validate(f.ctx, m.Spec, nil)
 				class(err)
 				want := c.want
 				if c.name == "missing token secret" {
@@ -65,7 +65,7 @@ func TestBadInputLeavesNothing(t *testing.T) {
 				_, err = f.p.Create(f.ctx, f.fresh(m), f.cluster.Data(), "")
 				class(err)
 				if c.name == "numeric datacenter" || c.name == "datacenter and location" {
-					_, err := f.p.AddDefaults(f.ctx, m.Spec)
+					_, err := f.p.AddDefaults(f.ctx, m.Spec, nil)
 					expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
 				}
 				if c.name != "missing token secret" { // no token, no Delete
@@ -77,14 +77,14 @@ func TestBadInputLeavesNothing(t *testing.T) {
 		t.Run("missing token secret, HZ_TOKEN allowed", func(t *testing.T) {
 			t.Setenv("HZ_TOKEN", f.sim.Token())
 			m := f.machine("fallback", map[string]any{"token": hetznertest.TokenRef("machine-controller-hetzner-missing", "token")})
-			if err := f.p.Validate(f.ctx, m.Spec); err != nil {
+			if err := f.p.Validate(f.ctx, m.Spec, nil); err != nil {
 				t.Fatalf("upstream falls back to HZ_TOKEN when the Secret cannot be read: %v", err)
 			}
 		})
 		t.Run("any os with an explicit image", func(t *testing.T) {
 			m := f.machine("flatcar", map[string]any{"image": "flatcar"})
 			m = hetznertest.Machine(m.Name, string(m.UID), "flatcar", f.spec(map[string]any{"image": "flatcar"}))
-			if err := f.p.Validate(f.ctx, m.Spec); err != nil {
+			if err := f.p.Validate(f.ctx, m.Spec, nil); err != nil {
 				t.Fatal(err)
 			}
 		})

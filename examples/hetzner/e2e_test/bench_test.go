@@ -69,14 +69,14 @@ func BenchmarkVariants(b *testing.B) {
 			}
 			b.Run("Get", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					if _, err := f.p.Get(ctx, m); err != nil {
+					if _, err := f.p.Get(ctx, m, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 			b.Run("MachineMetricsLabels", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					if _, err := f.p.MachineMetricsLabels(ctx, m); err != nil {
+					if _, err := f.p.MachineMetricsLabels(ctx, m, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -41,7 +41,7 @@ func TestAPIFaults(t *testing.T) {
 				c.fault.Name, c.fault.Method, c.fault.Path = c.name, "GET", "/v1/servers"
 				inj := f.sim.Inject(c.fault)
 				defer inj.Remove()
-				_, err := f.p.Get(f.ctx, m)
+				_, err := f.p.Get(f.ctx, m, nil)
 				if c.minRetry > 0 {
 					expectRetry(t, err, c.minRetry)
 				} else {
@@ -55,7 +55,7 @@ func TestAPIFaults(t *testing.T) {
 				_, err = f.p.Create(f.ctx, f.fresh(m), f.cluster.Data(), "")
 				expectClass(t, err, runtime.ClassTransient)
 				inj.Remove()
-				if _, err := f.p.Get(f.ctx, m); err != nil {
+				if _, err := f.p.Get(f.ctx, m, nil); err != nil {
 					t.Fatalf("after the fault: %v", err)
 				}
 				if n := len(f.serversOf(m)); n != 1 {
@@ -65,7 +65,7 @@ func TestAPIFaults(t *testing.T) {
 		}
 		t.Run("rate limit exhausted", func(t *testing.T) {
 			f.sim.SetRateLimitRemaining(0)
-			_, err := f.p.Get(f.ctx, m)
+			_, err := f.p.Get(f.ctx, m, nil)
 			expectRetry(t, err, time.Second)
 			f.sim.SetRateLimitRemaining(3600)
 		})
@@ -74,7 +74,7 @@ func TestAPIFaults(t *testing.T) {
 			defer inj.Remove()
 			ctx, cancel := context.WithTimeout(f.ctx, 300*time.Millisecond)
 			defer cancel()
-			_, err := f.p.Get(ctx, m)
+			_, err := f.p.Get(ctx, m, nil)
 			if err == nil || (runtime.ErrorClass(err) != runtime.ClassTimeout && runtime.ErrorClass(err) != runtime.ClassTransient) {
 				t.Fatalf("want a timeout or transient error, got %v (%s)", err, runtime.ErrorClass(err))
 			}
@@ -120,7 +120,7 @@ func TestInterruptedCreate(t *testing.T) {
 			if !has(cur.Finalizers, hzprovider.Finalizer) || cur.Annotations[hzprovider.ServerIDAnnotation] != "" {
 				t.Fatalf("finalizer must be there, annotation not: %v %v", cur.Finalizers, cur.Annotations)
 			}
-			inst, err := f.p.Get(f.ctx, cur)
+			inst, err := f.p.Get(f.ctx, cur, nil)
 			if err != nil || inst.Status() != instance.StatusCreating {
 				t.Fatalf("Get: %v %v", inst, err)
 			}
@@ -152,7 +152,7 @@ func TestInterruptedCreate(t *testing.T) {
 			if len(f.serversOf(m)) != 1 {
 				t.Fatalf("servers %+v", f.serversOf(m))
 			}
-			if _, err := f.p.Get(f.ctx, f.fresh(m)); err != nil {
+			if _, err := f.p.Get(f.ctx, f.fresh(m), nil); err != nil {
 				t.Fatalf("Get does not find the server by label: %v", err)
 			}
 			if _, err := f.f(f.fresh(m)); err != nil {
@@ -205,7 +205,7 @@ func TestStuckInitializing(t *testing.T) {
 		}
 		for i := 0; i < 3; i++ {
 			time.Sleep(100 * time.Millisecond)
-			inst, err := f.p.Get(f.ctx, f.fresh(m))
+			inst, err := f.p.Get(f.ctx, f.fresh(m), nil)
 			if err != nil || inst.Status() != instance.StatusCreating {
 				t.Fatalf("Get: %v %v", inst, err)
 			}

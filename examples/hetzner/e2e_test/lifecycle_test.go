@@ -22,7 +22,7 @@ import (
 func TestAddDefaults(t *testing.T) {
 	forEach(t, hcloudsim.Options{}, func(t *testing.T, f *fixture) {
 		m := f.machine("defaults", map[string]any{"location": nil, "datacenter": "hel1-dc2"})
-		spec, err := f.p.AddDefaults(f.ctx, m.Spec)
+		spec, err := f.p.AddDefaults(f.ctx, m.Spec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,11 +44,11 @@ func TestAddDefaults(t *testing.T) {
 			t.Fatalf("other fields changed: %v", cps)
 		}
 		// The defaulted spec validates (location, type and image exist).
-		if err := f.p.Validate(f.ctx, spec); err != nil {
+		if err := f.p.Validate(f.ctx, spec, nil); err != nil {
 			t.Fatal(err)
 		}
 		// Defaults are idempotent.
-		again, err := f.p.AddDefaults(f.ctx, spec)
+		again, err := f.p.AddDefaults(f.ctx, spec, nil)
 		if err != nil || string(again.ProviderSpec.Value.Raw) != string(spec.ProviderSpec.Value.Raw) {
 			t.Fatalf("second AddDefaults changed the spec: %v\n%s\n%s", err, spec.ProviderSpec.Value.Raw, again.ProviderSpec.Value.Raw)
 		}
@@ -58,22 +58,22 @@ func TestAddDefaults(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	forEach(t, hcloudsim.Options{}, func(t *testing.T, f *fixture) {
 		m := f.machine("life", nil)
-		if err := f.p.Validate(f.ctx, m.Spec); err != nil {
+		if err := f.p.Validate(f.ctx, m.Spec, nil); err != nil {
 			t.Fatal(err)
 		}
-		if cfg, name, err := f.p.GetCloudConfig(f.ctx, m.Spec); err != nil || cfg != "" || name != "" {
+		if cfg, name, err := f.p.GetCloudConfig(f.ctx, m.Spec, nil); err != nil || cfg != "" || name != "" {
 			t.Fatalf("GetCloudConfig = %q %q %v", cfg, name, err)
 		}
-		labels, err := f.p.MachineMetricsLabels(f.ctx, m)
+		labels, err := f.p.MachineMetricsLabels(f.ctx, m, nil)
 		if err != nil || labels["size"] != "cx22" || labels["location"] != "fsn1" || labels["dc"] != "" {
 			t.Fatalf("MachineMetricsLabels = %v %v", labels, err)
 		}
 		before := len(f.sim.Requests())
-		if _, err := f.p.MachineMetricsLabels(f.ctx, m); err != nil || len(f.sim.Requests()) != before {
+		if _, err := f.p.MachineMetricsLabels(f.ctx, m, nil); err != nil || len(f.sim.Requests()) != before {
 			t.Fatalf("MachineMetricsLabels called the API: %v", err)
 		}
 
-		_, err = f.p.Get(f.ctx, m)
+		_, err = f.p.Get(f.ctx, m, nil)
 		expectClass(t, err, runtime.ClassNotFound)
 
 		inst, err := f.p.Create(f.ctx, m, f.cluster.Data(), "#cloud-config\nhostname: "+m.Name)
@@ -132,7 +132,7 @@ func TestLifecycle(t *testing.T) {
 		// Get: creating, then running once booted, with addresses.
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			inst, err = f.p.Get(f.ctx, cur)
+			inst, err = f.p.Get(f.ctx, cur, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,16 +156,16 @@ func TestLifecycle(t *testing.T) {
 
 		// MigrateUID relabels; the old UID finds nothing, the new one the
 		// same server.
-		if err := f.p.MigrateUID(f.ctx, cur, "migrated-"+cur.UID); err != nil {
+		if err := f.p.MigrateUID(f.ctx, cur, "migrated-"+cur.UID, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.p.Get(f.ctx, cur); runtime.ErrorClass(err) != runtime.ClassNotFound {
+		if _, err := f.p.Get(f.ctx, cur, nil); runtime.ErrorClass(err) != runtime.ClassNotFound {
 			t.Fatalf("Get by old UID after migration: %v", err)
 		}
 		cur.UID = "migrated-" + cur.UID
 		f.cluster.Machines.Delete(cur.Namespace, cur.Name)
 		cur = f.cluster.Machines.Add(cur)
-		inst, err = f.p.Get(f.ctx, cur)
+		inst, err = f.p.Get(f.ctx, cur, nil)
 		if err != nil || inst.ID() != id {
 			t.Fatalf("Get by new UID: %v %v", inst, err)
 		}
@@ -221,7 +221,7 @@ func TestLifecycle(t *testing.T) {
 		if has(cur.Finalizers, hzprovider.Finalizer) {
 			t.Fatalf("finalizer not removed: %v", cur.Finalizers)
 		}
-		_, err = f.p.Get(f.ctx, cur)
+		_, err = f.p.Get(f.ctx, cur, nil)
 		expectClass(t, err, runtime.ClassNotFound)
 		// Delete of a Machine whose server is gone succeeds.
 		if err := f.p.Delete(f.ctx, cur, f.cluster.Data()); err != nil {
@@ -257,24 +257,24 @@ func TestValidateBadInput(t *testing.T) {
 				if c.os != "" {
 					m = hetznertest.Machine(m.Name, string(m.UID), c.os, f.spec(c.extra))
 				}
-				expectTerminal(t, f.p.Validate(f.ctx, m.Spec), clusterv1alpha1.InvalidConfigurationMachineError)
+				expectTerminal(t, f.p.Validate(f.ctx, m.Spec, nil), clusterv1alpha1.InvalidConfigurationMachineError)
 			})
 		}
 		t.Run("no token", func(t *testing.T) {
 			m := f.machine("notoken", map[string]any{"token": nil})
-			expectTerminal(t, f.p.Validate(f.ctx, m.Spec), clusterv1alpha1.InvalidConfigurationMachineError)
+			expectTerminal(t, f.p.Validate(f.ctx, m.Spec, nil), clusterv1alpha1.InvalidConfigurationMachineError)
 		})
 		t.Run("token from HZ_TOKEN", func(t *testing.T) {
 			t.Setenv("HZ_TOKEN", "sim-token")
 			m := f.machine("envtoken", map[string]any{"token": nil})
-			if err := f.p.Validate(f.ctx, m.Spec); err != nil {
+			if err := f.p.Validate(f.ctx, m.Spec, nil); err != nil {
 				t.Fatal(err)
 			}
 		})
 		for _, raw := range []string{`{"cloudProvider":"hetzner","cloudProviderSpec":`, `[1,2]`, `{"cloudProvider":"hetzner"}`} {
 			t.Run("malformed providerSpec "+raw, func(t *testing.T) {
 				m := hetznertest.RawSpec("raw", "uid-raw", raw)
-				expectTerminal(t, f.p.Validate(f.ctx, m.Spec), clusterv1alpha1.InvalidConfigurationMachineError)
+				expectTerminal(t, f.p.Validate(f.ctx, m.Spec, nil), clusterv1alpha1.InvalidConfigurationMachineError)
 				_, err := f.p.Create(f.ctx, m, f.cluster.Data(), "")
 				expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
 			})
@@ -283,12 +283,12 @@ func TestValidateBadInput(t *testing.T) {
 			m := f.machine("wrongtoken", map[string]any{"token": hetznertest.TokenRef(wrongSecret, "token")})
 			_, err := f.p.Create(f.ctx, m, f.cluster.Data(), "")
 			expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
-			_, err = f.p.Get(f.ctx, m)
+			_, err = f.p.Get(f.ctx, m, nil)
 			expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
 		})
 		t.Run("create with read-only token", func(t *testing.T) {
 			m := f.machine("readonly", map[string]any{"token": hetznertest.TokenRef(roSecret, "token")})
-			if err := f.p.Validate(f.ctx, m.Spec); err != nil {
+			if err := f.p.Validate(f.ctx, m.Spec, nil); err != nil {
 				t.Fatalf("a read-only token validates: %v", err)
 			}
 			_, err := f.p.Create(f.ctx, m, f.cluster.Data(), "")

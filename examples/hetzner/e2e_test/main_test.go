@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hetznertest"
@@ -41,7 +42,9 @@ type env struct {
 	rt       *runtime.Runtime
 	wasmPath string
 	raw      *runtime.Provider
-	p        cloud.ContextProvider
+	// p is raw: its Delete answers as the module did (IN_PROGRESS and
+	// NOT_FOUND are errors), which the tests judge.
+	p *runtime.Provider
 }
 
 var (
@@ -96,7 +99,7 @@ func getEnv(t testing.TB, dir string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{cluster: cluster, rt: rt, wasmPath: path, raw: p, p: p.ContextProvider()}
+	e := &env{cluster: cluster, rt: rt, wasmPath: path, raw: p, p: p}
 	envs[dir] = e
 	return e
 }
@@ -129,7 +132,7 @@ func forEach(t *testing.T, opts hcloudsim.Options, fn func(t *testing.T, f *fixt
 			}
 			t.Cleanup(func() { sim.Close() })
 			// The Machines are in hetznertest.Namespace, with their Secrets.
-			ctx := cloud.WithMachineNamespace(context.Background(), hetznertest.Namespace)
+			ctx := provider.WithMachineNamespace(context.Background(), hetznertest.Namespace)
 			fn(t, &fixture{t: t, env: e, sim: sim, ctx: ctx})
 			// Every test deletes what it made: the simulator must hold no
 			// server, SSH key, placement group, firewall attachment or

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/provider"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/runtime"
 )
@@ -91,7 +92,7 @@ func fromMachine(t *testing.T, file string) *clusterv1alpha1.Machine {
 
 // aliased loads the variant with a policy that allows api.hetzner.cloud
 // only and sends it to sim.
-func aliased(t *testing.T, e *env, sim *hcloudsim.Running, env ...string) cloud.ContextProvider {
+func aliased(t *testing.T, e *env, sim *hcloudsim.Running, env ...string) *runtime.Provider {
 	t.Helper()
 	pol := runtime.Policy{AllowedHosts: []string{"api.hetzner.cloud"}, AllowedEnv: env,
 		HostAliases: map[string]string{"api.hetzner.cloud": "http://" + sim.Addr},
@@ -101,7 +102,7 @@ func aliased(t *testing.T, e *env, sim *hcloudsim.Running, env ...string) cloud.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	return p.ContextProvider()
+	return p
 }
 
 // topology is what a person sets up before applying the manifests.
@@ -152,7 +153,7 @@ func current(t *testing.T, m *clusterv1alpha1.Machine) *clusterv1alpha1.Machine 
 	return cur
 }
 
-func deleteAll(t *testing.T, p cloud.ContextProvider, ctx context.Context, ms ...*clusterv1alpha1.Machine) {
+func deleteAll(t *testing.T, p *runtime.Provider, ctx context.Context, ms ...*clusterv1alpha1.Machine) {
 	t.Helper()
 	for _, m := range ms {
 		for calls := 0; ; calls++ {
@@ -184,16 +185,16 @@ func TestUpstreamManifests(t *testing.T) {
 			defer sim.Close()
 			netID, fwID := topology(t, sim)
 			p := aliased(t, e, sim, "HZ_TOKEN")
-			ctx := cloud.WithMachineNamespace(context.Background(), "kube-system")
+			ctx := provider.WithMachineNamespace(context.Background(), "kube-system")
 
 			// The example's old names are retired: a clear terminal error
 			// from Validate and from Create, and nothing in the cloud.
 			old := cluster.Machines.Add(fromDeployment(t, "machinedeployment-cx21.yaml", 0))
-			spec, err := p.AddDefaults(ctx, old.Spec)
+			spec, err := p.AddDefaults(ctx, old.Spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = p.Validate(ctx, spec)
+			err = p.Validate(ctx, spec, nil)
 			expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
 			if !strings.Contains(err.Error(), `"cx21"`) {
 				t.Errorf("the error does not name the server type: %v", err)
@@ -211,11 +212,11 @@ func TestUpstreamManifests(t *testing.T) {
 			}
 			ms = append(ms, cluster.Machines.Add(fromMachine(t, "machine.yaml")))
 			for _, m := range ms {
-				spec, err := p.AddDefaults(ctx, m.Spec)
+				spec, err := p.AddDefaults(ctx, m.Spec, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := p.Validate(ctx, spec); err != nil {
+				if err := p.Validate(ctx, spec, nil); err != nil {
 					t.Fatalf("Validate %s: %v", m.Name, err)
 				}
 				if _, err := p.Create(ctx, m, cluster.Data(), "#cloud-config\n"); err != nil {
@@ -249,7 +250,7 @@ func TestUpstreamManifests(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, m := range ms {
-				inst, err := p.Get(ctx, current(t, m))
+				inst, err := p.Get(ctx, current(t, m), nil)
 				if err != nil {
 					t.Fatalf("Get %s: %v", m.Name, err)
 				}
@@ -279,7 +280,7 @@ func TestUpstreamManifests(t *testing.T) {
 				if i == 0 && !strings.Contains(strings.Join(ext, ","), "198.51.100.") {
 					t.Errorf("%s: floating IP %d not among %v", m.Name, fip, ext)
 				}
-				labels, err := p.MachineMetricsLabels(ctx, m)
+				labels, err := p.MachineMetricsLabels(ctx, m, nil)
 				if err != nil || len(labels) != 2 || labels["size"] == "" || labels["location"] == "" {
 					t.Errorf("metrics labels %v, %v", labels, err)
 				}
@@ -324,12 +325,12 @@ func TestTokenFallbackNeedsThePolicy(t *testing.T) {
 	cps["assignPublicIPv4"] = true
 	m.Spec.ProviderSpec.Value.Raw, _ = yaml.Marshal(spec)
 	m.Spec.ProviderSpec.Value.Raw, _ = yaml.YAMLToJSON(m.Spec.ProviderSpec.Value.Raw)
-	ctx := cloud.WithMachineNamespace(context.Background(), "kube-system")
-	err = aliased(t, e, sim).Validate(ctx, m.Spec)
+	ctx := provider.WithMachineNamespace(context.Background(), "kube-system")
+	err = aliased(t, e, sim).Validate(ctx, m.Spec, nil)
 	if err == nil || !strings.Contains(err.Error(), "no-such-secret") {
 		t.Fatalf("without the policy's consent: %v, want an error naming the Secret", err)
 	}
-	if err := aliased(t, e, sim, "HZ_TOKEN").Validate(ctx, m.Spec); err != nil {
+	if err := aliased(t, e, sim, "HZ_TOKEN").Validate(ctx, m.Spec, nil); err != nil {
 		t.Fatalf("with HZ_TOKEN allowed: %v", err)
 	}
 }

@@ -21,12 +21,13 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
+	"github.com/wasmprov/wasmprov/provider"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,7 +158,7 @@ func (s *MachineStore) Events(name string) []MachineEvent {
 
 // Updater is machine-controller's MachineUpdater over the store: fetch the
 // current Machine, apply modify, write; again on a conflict.
-func (s *MachineStore) Updater() cloud.MachineUpdater {
+func (s *MachineStore) Updater() provider.MachineUpdater {
 	return func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 		var updated *clusterv1alpha1.Machine
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -202,10 +203,23 @@ func (c *Cluster) Close() {
 	c.factory.Shutdown()
 }
 
-// Data is the MachineCreateDeleteData the controller passes to Create and
-// Delete.
-func (c *Cluster) Data() *cloud.MachineCreateDeleteData {
-	return &cloud.MachineCreateDeleteData{Updater: c.Machines.Updater(), PVLister: c.PVLister}
+// Data is what the controller passes to Create and Cleanup: the Machines'
+// updater and the informer's PersistentVolumes.
+func (c *Cluster) Data() *provider.Data {
+	return &provider.Data{
+		Update: c.Machines.Updater(),
+		ListPersistentVolumes: func(_ context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {
+			pvs, err := c.PVLister.List(sel)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]corev1.PersistentVolume, 0, len(pvs))
+			for _, pv := range pvs {
+				out = append(out, *pv)
+			}
+			return out, nil
+		},
+	}
 }
 
 // AddSecret creates a Secret with one key.
