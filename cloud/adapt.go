@@ -33,35 +33,35 @@ func SeedProvider(p provider.Interface, ctx func() context.Context) Provider {
 	if ctx == nil {
 		ctx = context.Background
 	}
-	return &seedProvider{p: p, ctx: ctx}
+	return &seedView{p: p, ctx: ctx}
 }
 
-type seedProvider struct {
+type seedView struct {
 	p   provider.Interface
 	ctx func() context.Context
 }
 
-func (s *seedProvider) AddDefaults(spec clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
+func (s *seedView) AddDefaults(spec clusterv1alpha1.MachineSpec) (clusterv1alpha1.MachineSpec, error) {
 	return s.p.AddDefaults(s.ctx(), spec, nil)
 }
 
-func (s *seedProvider) Validate(spec clusterv1alpha1.MachineSpec) error {
+func (s *seedView) Validate(spec clusterv1alpha1.MachineSpec) error {
 	return s.p.Validate(s.ctx(), spec, nil)
 }
 
-func (s *seedProvider) Get(m *clusterv1alpha1.Machine) (instance.Instance, error) {
+func (s *seedView) Get(m *clusterv1alpha1.Machine) (instance.Instance, error) {
 	return s.p.Get(s.ctx(), m, nil)
 }
 
-func (s *seedProvider) GetCloudConfig(spec clusterv1alpha1.MachineSpec) (string, string, error) {
+func (s *seedView) GetCloudConfig(spec clusterv1alpha1.MachineSpec) (string, string, error) {
 	return s.p.GetCloudConfig(s.ctx(), spec, nil)
 }
 
-func (s *seedProvider) Create(m *clusterv1alpha1.Machine, data *MachineCreateDeleteData, userdata string) (instance.Instance, error) {
+func (s *seedView) Create(m *clusterv1alpha1.Machine, data *MachineCreateDeleteData, userdata string) (instance.Instance, error) {
 	return s.p.Create(s.ctx(), m, data.provider(), userdata)
 }
 
-func (s *seedProvider) Delete(m *clusterv1alpha1.Machine, data *MachineCreateDeleteData) error {
+func (s *seedView) Delete(m *clusterv1alpha1.Machine, data *MachineCreateDeleteData) error {
 	d := data.provider()
 	if d == nil {
 		d = &provider.Data{}
@@ -83,11 +83,11 @@ func (s *seedProvider) Delete(m *clusterv1alpha1.Machine, data *MachineCreateDel
 	return err
 }
 
-func (s *seedProvider) MachineMetricsLabels(m *clusterv1alpha1.Machine) (map[string]string, error) {
+func (s *seedView) MachineMetricsLabels(m *clusterv1alpha1.Machine) (map[string]string, error) {
 	return s.p.MachineMetricsLabels(s.ctx(), m, nil)
 }
 
-func (s *seedProvider) MigrateUID(m *clusterv1alpha1.Machine, uid types.UID) error {
+func (s *seedView) MigrateUID(m *clusterv1alpha1.Machine, uid types.UID) error {
 	return s.p.MigrateUID(s.ctx(), m, uid, nil)
 }
 
