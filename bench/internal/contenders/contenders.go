@@ -214,7 +214,7 @@ func (w *Wasmprov) Provider() *runtime.Provider { return w.p }
 // once; what remains is the ABI path (pool, export call, the SDK pulling and
 // decoding a near-empty spec, an empty result).
 func (w *Wasmprov) Empty(ctx context.Context) error {
-	_, _, err := w.cp.GetCloudConfig(ctx, clusterv1alpha1.MachineSpec{})
+	_, _, err := w.p.GetCloudConfig(ctx, clusterv1alpha1.MachineSpec{}, nil)
 	return err
 }
 
