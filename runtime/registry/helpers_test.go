@@ -200,17 +200,35 @@ func testCtx(t testing.TB) context.Context {
 // interval itself.
 type testClock struct {
 	*clocktesting.FakeClock
+	done   chan struct{} // closed when the test ends: AfterFunc's goroutines return
 	armed  notifier
 	mu     sync.Mutex
 	target time.Time // the latest time a timer was armed for
 }
 
 func newTestClock() *testClock {
-	return &testClock{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), armed: newNotifier()}
+	return &testClock{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), armed: newNotifier(),
+		done: make(chan struct{})}
 }
 
+// AfterFunc runs f, in a goroutine of its own, each time the timer fires.
+// It is not the fake clock's AfterFunc: that one's timer also has a
+// one-slot channel nobody reads, so reset after firing once, its second
+// firing blocked Step forever with the clock's lock held (a debounce reset
+// after it fired: TestHotReloadUnderLoad hung under wasmtime). Here the
+// goroutine drains the timer's channel; it ends with the test.
 func (c *testClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	t := c.FakeClock.AfterFunc(d, f)
+	t := c.FakeClock.NewTimer(d)
+	go func() {
+		for {
+			select {
+			case <-t.C():
+				f()
+			case <-c.done:
+				return
+			}
+		}
+	}()
 	c.note(d)
 	return armedTimer{t, c}
 }
@@ -273,6 +291,7 @@ func newFixture(t testing.TB, ropts ...registry.Option) *fixture {
 		if err := reg.Close(cctx); err != nil {
 			t.Errorf("closing registry: %v", err)
 		}
+		close(ev.clock.done)
 		// testhost closes rt again after this; closing twice is harmless.
 		if err := rt.Close(cctx); err != nil {
 			t.Errorf("closing runtime: %v", err)
