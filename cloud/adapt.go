@@ -107,17 +107,7 @@ func (data *MachineCreateDeleteData) provider() *provider.Data {
 	}
 	out := &provider.Data{Update: data.Updater}
 	if l := data.PVLister; l != nil {
-		out.ListPersistentVolumes = func(_ context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {
-			pvs, err := l.List(sel)
-			if err != nil {
-				return nil, err
-			}
-			list := make([]corev1.PersistentVolume, 0, len(pvs))
-			for _, pv := range pvs {
-				list = append(list, *pv)
-			}
-			return list, nil
-		}
+		out.ListPersistentVolumes = provider.FromLister(l)
 	}
 	return out
 }

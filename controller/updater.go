@@ -8,10 +8,8 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/provider"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -23,17 +21,7 @@ type logger = *slog.Logger
 func (c *Controller) callData(ctx context.Context) *provider.Data {
 	d := &provider.Data{Update: c.Updater(ctx)}
 	if l := c.pvLister; l != nil {
-		d.ListPersistentVolumes = func(_ context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {
-			pvs, err := l.List(sel)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]corev1.PersistentVolume, 0, len(pvs))
-			for _, pv := range pvs {
-				out = append(out, *pv)
-			}
-			return out, nil
-		}
+		d.ListPersistentVolumes = provider.FromLister(l)
 	}
 	return d
 }

@@ -99,6 +99,25 @@ type MachineUpdater func(machine *clusterv1alpha1.Machine, modify func(*clusterv
 // PersistentVolumeLister lists the PersistentVolumes selector matches.
 type PersistentVolumeLister func(ctx context.Context, selector labels.Selector) ([]corev1.PersistentVolume, error)
 
+// FromLister serves ListPersistentVolumes from a lister of pointers, such
+// as client-go's PersistentVolumeLister over an informer's cache (which
+// needs no context).
+func FromLister(l interface {
+	List(selector labels.Selector) ([]*corev1.PersistentVolume, error)
+}) PersistentVolumeLister {
+	return func(_ context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {
+		pvs, err := l.List(sel)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]corev1.PersistentVolume, 0, len(pvs))
+		for _, pv := range pvs {
+			out = append(out, *pv)
+		}
+		return out, nil
+	}
+}
+
 // ObjectReader reads one key of a Secret or ConfigMap. An error wrapping
 // ErrKeyNotFound means the object exists without the key; one for which
 // k8s.io/apimachinery's IsNotFound holds, that the object does not exist.

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/cloud"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 
@@ -54,7 +53,7 @@ func BenchmarkLoadWarmCache(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer p.Close(ctx)
-					if _, err := cloud.SeedProvider(p, nil).MachineMetricsLabels(m); err != nil {
+					if _, err := p.MachineMetricsLabels(ctx, m, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/provider"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -224,7 +225,7 @@ func FuzzPVList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, req []byte) {
 		c := NewCall(context.Background(), env, abi.MethodCreate, abi.CapPVList)
 		c.Machine = fuzzMachine()
-		c.Data = &Data{ListPersistentVolumes: listPVs(lister)}
+		c.Data = &Data{ListPersistentVolumes: provider.FromLister(lister)}
 		out, err := c.Invoke(abi.ImportPVList, req)
 		checkResult(t, out, err)
 		_ = labels.Everything()

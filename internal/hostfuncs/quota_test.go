@@ -2,7 +2,6 @@ package hostfuncs
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/provider"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,7 +61,7 @@ func TestHostFunctionUsesPerCall(t *testing.T) {
 				c.Spec = nil
 				c.Machine = &clusterv1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", UID: "u"}}
 				c.Data = &Data{
-					ListPersistentVolumes: listPVs(lister),
+					ListPersistentVolumes: provider.FromLister(lister),
 					Update: func(cur *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 						updates.Add(1)
 						next := cur.DeepCopy()
@@ -110,19 +110,4 @@ type countingPVLister struct {
 func (l countingPVLister) List(s labels.Selector) ([]*corev1.PersistentVolume, error) {
 	l.n.Add(1)
 	return l.PersistentVolumeLister.List(s)
-}
-
-// listPVs serves pv_list from a lister, as runtime.SeedData does.
-func listPVs(l listerscorev1.PersistentVolumeLister) func(context.Context, labels.Selector) ([]corev1.PersistentVolume, error) {
-	return func(_ context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {
-		pvs, err := l.List(sel)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]corev1.PersistentVolume, 0, len(pvs))
-		for _, pv := range pvs {
-			out = append(out, *pv)
-		}
-		return out, nil
-	}
 }

@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -207,18 +206,8 @@ func (c *Cluster) Close() {
 // updater and the informer's PersistentVolumes.
 func (c *Cluster) Data() *provider.Data {
 	return &provider.Data{
-		Update: c.Machines.Updater(),
-		ListPersistentVolumes: func(_ context.Context, sel labels.Selector) ([]corev1.PersistentVolume, error) {
-			pvs, err := c.PVLister.List(sel)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]corev1.PersistentVolume, 0, len(pvs))
-			for _, pv := range pvs {
-				out = append(out, *pv)
-			}
-			return out, nil
-		},
+		Update:                c.Machines.Updater(),
+		ListPersistentVolumes: provider.FromLister(c.PVLister),
 	}
 }
 
