@@ -47,7 +47,7 @@ func TestCleanupInProgressFromWasm(t *testing.T) {
 			t.Fatalf("call %d: an IN_PROGRESS answer discarded the instance", i)
 		}
 	}
-	// The seed's Delete has no "not finished": a retriable error.
+	// Delete, the module's own answer, has no "not finished": a retriable error.
 	err = declared.Delete(ctx, m, nil)
 	expectCallError(t, err, runtime.ClassTransient, runtime.ErrDeletionInProgress)
 
@@ -176,7 +176,7 @@ func TestCallObserverSeesProgressAsSuccess(t *testing.T) {
 }
 
 // TestDataFunctionsOnlyInCreateAndDelete: the current contract hands
-// ProviderData to Get as well, and CallData can be given to any method;
+// ProviderData to Get as well, and provider.Data can be given to any method;
 // machine_update and pv_list stay Create and Delete only (SPEC §6.3), as
 // the seed interface had it, whatever the caller passes.
 func TestDataFunctionsOnlyInCreateAndDelete(t *testing.T) {
