@@ -23,6 +23,16 @@ const wasmPageSize = 64 << 10
 // the per-instance saving is not worth a mapping.
 const MinData = 64 << 10
 
+// MaxImage is the largest image Split makes. An instance's first write to a
+// page of its image is a copy-on-write fault taken in the guest's compiled
+// code, where wazero cannot be preempted and a host garbage collection
+// waits for it: 21 µs a page on CI's VMs, so a guest writing once to each
+// page of a 31 MiB image held the collector for ~170 ms. 8 MiB is 2,048
+// pages (~43 ms there) and twice a Go guest's data; a module with more
+// keeps its segments, which the engine writes at instantiation, in host
+// code, into pages faulted in beforehand (mmapmem).
+const MaxImage = 8 << 20
+
 // maxSparse bounds how much larger than its data an image may be (the
 // zeros between segments): an image is sized by its last byte, and a module
 // that places one byte far into a large memory should not cost a mapping
@@ -35,7 +45,8 @@ const maxSparse = 2
 // one memory, that memory is not shared and not 64-bit, every active
 // segment writes memory 0 at an i32.const offset and lies within the
 // memory's minimum size, the segments hold at least MinData bytes, and the
-// image is at most maxSparse times (plus a page) the data it holds.
+// image is at most maxSparse times (plus a page) the data it holds and at
+// most MaxImage bytes.
 //
 // The image is what instantiating the module writes: the segments in
 // order, a later one overwriting an earlier where they overlap, zeros
@@ -93,7 +104,7 @@ func Split(wasm []byte) (stripped, image []byte, ok bool) {
 		return nil, nil, false
 	}
 	segments, size, held, ok := activeSegments(data, minBytes)
-	if !ok || held < MinData || size > maxSparse*held+wasmPageSize {
+	if !ok || held < MinData || size > maxSparse*held+wasmPageSize || size > MaxImage {
 		return nil, nil, false
 	}
 	image = make([]byte, size)

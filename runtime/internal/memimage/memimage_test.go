@@ -184,6 +184,9 @@ func TestSplitGoGuest(t *testing.T) {
 	if len(image) < 1<<20 {
 		t.Fatalf("image of %d bytes: a Go guest has more data than that", len(image))
 	}
+	if len(image) > memimage.MaxImage/2 {
+		t.Fatalf("image of %d bytes: MaxImage (%d) is meant to hold twice a Go guest's data", len(image), memimage.MaxImage)
+	}
 }
 
 func TestSplitRefuses(t *testing.T) {
@@ -208,6 +211,8 @@ func TestSplitRefuses(t *testing.T) {
 		{"a 64-bit memory", module(section(wasmbin.SectionIDMemory, memory(4, 4)), data)},
 		{"too little data", module(mem, section(wasmbin.SectionIDData, active(0, fill(memimage.MinData-1, 1))))},
 		{"past the minimum size", module(mem, section(wasmbin.SectionIDData, active(4*page-memimage.MinData+1, fill(memimage.MinData, 1))))},
+		{"an image over MaxImage", module(section(wasmbin.SectionIDMemory, memory(0, memimage.MaxImage/page+1)),
+			section(wasmbin.SectionIDData, active(0, fill(memimage.MaxImage+1, 1))))},
 		{"too sparse", module(section(wasmbin.SectionIDMemory, memory(0, 64)),
 			section(wasmbin.SectionIDData, active(0, fill(memimage.MinData, 1)), active(40*page, []byte{1})))},
 		{"an offset from a global", module(mem, section(wasmbin.SectionIDData,

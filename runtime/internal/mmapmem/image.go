@@ -40,11 +40,8 @@ type imageAllocator struct{ im *Image }
 // an allocator: a memory whose content cannot be put in place returns nil
 // from Reallocate, which fails the instantiation.
 func (a imageAllocator) Allocate(capBytes, maxBytes uint64) experimental.LinearMemory {
-	if m, ok := allocateMapped(capBytes, maxBytes); ok {
-		if mapImage(m, a.im) == nil {
-			return m
-		}
-		m.Free() // a failed MAP_FIXED may have unmapped part of the reservation
+	if m, ok := allocateMapped(capBytes, maxBytes, a.im); ok {
+		return m
 	}
 	return newHeapImageMemory(capBytes, maxBytes, a.im)
 }

@@ -7,4 +7,4 @@ import "github.com/tetratelabs/wazero/experimental"
 // supported is false: New returns nil and Allocate falls back to heap memory.
 const supported = false
 
-func allocateMapped(cap, max uint64) (experimental.LinearMemory, bool) { return nil, false }
+func allocateMapped(cap, max uint64, im *Image) (experimental.LinearMemory, bool) { return nil, false }

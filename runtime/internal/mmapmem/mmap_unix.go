@@ -26,10 +26,11 @@ type mappedMemory struct {
 	max       uint64
 }
 
-// allocateMapped reserves max bytes and commits the first cap. It reports
-// false when the reservation or the commit fails, or when max is 0 (mmap
-// cannot map nothing).
-func allocateMapped(cap, max uint64) (experimental.LinearMemory, bool) {
+// allocateMapped reserves max bytes, maps im (when not nil) over the first
+// pages, and commits the first cap. It reports false when the reservation,
+// the image's mapping or the commit fails, or when max is 0 (mmap cannot
+// map nothing).
+func allocateMapped(cap, max uint64, im *Image) (experimental.LinearMemory, bool) {
 	reserve := roundUp(max)
 	if max == 0 || reserve < max || reserve > maxSliceLen {
 		return nil, false
@@ -41,6 +42,10 @@ func allocateMapped(cap, max uint64) (experimental.LinearMemory, bool) {
 	}
 	adviseNoHugePages(region)
 	m := &mappedMemory{region: region, max: max}
+	if im != nil && mapImage(m, im) != nil {
+		_ = unix.Munmap(region) // a failed MAP_FIXED may have unmapped part of it
+		return nil, false
+	}
 	if err := m.commit(min(cap, max)); err != nil {
 		_ = unix.Munmap(region)
 		return nil, false
@@ -48,9 +53,10 @@ func allocateMapped(cap, max uint64) (experimental.LinearMemory, bool) {
 	return m, true
 }
 
-// commit makes [0, size) readable and writable; m.mu is held or m is not
-// yet shared. Fresh pages of an anonymous mapping read zero, and pages are
-// never decommitted, so a committed byte is zero until the guest writes it.
+// commit makes [0, size) readable and writable and faults its new pages in
+// (prefault); m.mu is held or m is not yet shared. Fresh pages of an
+// anonymous mapping read zero, and pages are never decommitted, so a
+// committed byte is zero until the guest writes it.
 func (m *mappedMemory) commit(size uint64) error {
 	if size <= m.committed {
 		return nil
@@ -59,6 +65,7 @@ func (m *mappedMemory) commit(size uint64) error {
 	if err := unix.Mprotect(m.region[m.committed:end], unix.PROT_READ|unix.PROT_WRITE); err != nil {
 		return err
 	}
+	prefault(m.region[m.committed:end])
 	m.committed = end
 	return nil
 }

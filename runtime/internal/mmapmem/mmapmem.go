@@ -12,11 +12,14 @@
 // with no access (mmap PROT_NONE, MAP_NORESERVE), and makes pages readable
 // and writable (mprotect) as the memory grows. Growth never copies and the
 // base address never moves (so the memory also meets wazero's requirement
-// for a shared memory); pages cost RSS only once the guest touches them, and
-// they are zero until then. Free unmaps the whole reservation at once, so
-// the RSS comes back to the OS immediately. On Linux the reservation is
-// also kept out of transparent huge pages (MADV_NOHUGEPAGE), so one touched
-// byte never makes 2 MiB resident.
+// for a shared memory). The pages it commits are faulted in at once, in
+// host code, so that no first-touch page fault lands in a guest's compiled
+// code, where the Go scheduler cannot preempt it (prefault.go): a committed
+// page costs RSS from the commit, and reads zero until the guest writes it.
+// Free unmaps the whole reservation at once, so the RSS comes back to the
+// OS immediately. On Linux the reservation is also kept out of transparent
+// huge pages (MADV_NOHUGEPAGE), so that a commit of one page never makes
+// 2 MiB resident.
 //
 // An Image (Linux) is a memory's initial contents held once in a sealed
 // memfd: WithImage's memories map it copy-on-write as their first pages,
@@ -78,7 +81,7 @@ func New() *Allocator {
 // fails: without mmap it returns a heap-backed memory. A nil *Allocator
 // works too.
 func (a *Allocator) Allocate(cap, max uint64) experimental.LinearMemory {
-	if m, ok := allocateMapped(cap, max); ok {
+	if m, ok := allocateMapped(cap, max, nil); ok {
 		return m
 	}
 	return newHeapMemory(cap, max)
