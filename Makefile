@@ -81,13 +81,17 @@ conformance: cli guests c-guests
 # without it, which cuts their time several-fold; so do the API types and
 # the signature verifier, single-threaded code whose tests would otherwise
 # race-compile Sigstore's ~200 packages for nothing. Together they are ./...
-RACE_PKGS := ./abi/... ./cassette/... ./cloud/... ./cloudprovider/... ./controller/... ./guests/... ./internal/hostfuncs \
+RACE_PKGS := ./abi/... ./cassette/... ./cloud/... ./cloudprovider/... ./controller/... ./guests/... ./internal/hostmodule \
 	./runtime/metadata ./runtime/oci \
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem ./runtime/internal/memimage \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 \
 	./runtime/internal/wasmbin
-PLAIN_PKGS := ./apis/... ./provider ./runtime/signature ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
-	./internal/testwasm ./internal/deepcopytest ./internal/testregistry ./internal/architecture ./internal/hostfuncs/wazerohost ./runtime/internal/interrupt
+PLAIN_PKGS := ./apis/... ./hostfuncs ./provider ./runtime/signature ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
+	./internal/testwasm ./internal/deepcopytest ./internal/testregistry ./internal/architecture ./internal/hostmodule/wazerohost ./runtime/internal/interrupt
+
+# Examples that are modules of their own, as an embedder's code would be:
+# they import the public packages only (and the test helpers).
+EXAMPLE_MODULES := examples/ipam
 
 ## check: the quick checks, gofmt and vet (seconds; make test runs them first)
 check: fmt-check vet
@@ -98,6 +102,7 @@ test: setup fmt-check vet
 	  if [ -n "$$missing" ]; then echo "packages in neither test group: $$missing"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 30m -skip $(REALTIME) $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 30m -skip $(REALTIME) $(PLAIN_PKGS)
+	@set -e; for m in $(EXAMPLE_MODULES); do echo "cd $$m && $(GO) test ./..."; (cd $$m && $(GO) test -count=1 -timeout 30m ./...); done
 
 # Tests whose assertion is a wall-clock bound on a sandbox guarantee (a call
 # returns at its deadline, a GC is not stalled by a spinning guest) are named
@@ -110,23 +115,38 @@ test-realtime:
 	$(GO) test -count=1 -p 1 -timeout 30m -run $(REALTIME) $(REALTIME_PKGS)
 	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -p 1 -timeout 30m -run $(REALTIME) $(REALTIME_PKGS)
 
-## test-wasmtime: the guest-driving suites again on the wasmtime engine (cgo, build tag wasmtime)
-WASMTIME_PKGS := ./runtime/... ./cloudprovider/... ./internal/hostfuncs ./conformance/... ./examples/... ./cmd/...
+## test-wasmtime: the engine-dependent suites again on the wasmtime engine (cgo, build tag wasmtime)
+# Only what reaches the engine runs twice: the runtime and its engines, the
+# host functions, conformance (every ABI rule against real guests), the
+# Hetzner provider end to end, the interrupt instrumenter's wasmtime tests
+# and the machine-controller drop-in built with -tags wasmtime. The CLI,
+# the controllers and the adapters above runtime are engine-neutral: they
+# run once, in make test.
+WASMTIME_PKGS := ./runtime ./runtime/internal/engine/... ./runtime/internal/wasip1 ./runtime/internal/precheck \
+	./runtime/internal/mmapmem ./runtime/registry ./runtime/metrics ./internal/hostmodule ./conformance/... ./examples/hetzner/e2e_test
+WASMTIME_ONLY := ./runtime/internal/interrupt:Wasmtime ./cmd/wasmprov:TestMachineControllerDropIn
 test-wasmtime: setup
-	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./internal/hostfuncs
+	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./internal/hostmodule
 	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m -skip $(REALTIME) $(WASMTIME_PKGS)
+	@set -e; for m in $(EXAMPLE_MODULES); do echo "cd $$m && go test -tags wasmtime ./..."; \
+	  (cd $$m && CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m ./...); done
+	@set -e; for t in $(WASMTIME_ONLY); do \
+	  echo "CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -run $${t##*:} $${t%%:*}"; \
+	  CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime -count=1 -timeout 30m -run "$${t##*:}" "$${t%%:*}"; \
+	done
 
 ## vet: go vet of the host and of the wasip1 guest code
 vet:
 	$(GO) vet ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./abi/... ./guests/... ./examples/...
+	@set -e; for m in $(EXAMPLE_MODULES); do (cd $$m && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...); done
 
 ## fmt-check: fail if a tracked Go file needs gofmt
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## fuzz-smoke: run every fuzz target for FUZZTIME (CI)
-FUZZTIME ?= 10s
+FUZZTIME ?= 5s
 # Go 1.26's fuzz coordinator can fail a target with a bare "context deadline
 # exceeded" when -fuzztime ends during a worker call (go.dev/issue/75804,
 # fixed in 1.27); the go command fetches this toolchain from the module proxy.

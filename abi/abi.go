@@ -1,6 +1,6 @@
 // Package abi holds the constants and wire types of the wasmprov Provider
 // ABI. SPEC.md in this directory is the normative description; this package
-// is its Go transcription, shared by the host (runtime, hostfuncs) and by the
+// is its Go transcription, shared by the host (runtime, hostmodule) and by the
 // Go guest SDK.
 //
 // The package depends on the standard library only and compiles for both the

@@ -9,7 +9,7 @@ import (
 )
 
 // deniedMessage is what the host logs when a guest calls a host function
-// of a capability it was not granted (hostfuncs.Call.check).
+// of a capability it was not granted (hostmodule.Call.check).
 const deniedMessage = "guest called a host function it was not granted"
 
 // deniedLog collects the host functions a guest called without the

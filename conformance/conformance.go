@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/cassette"
+	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 
@@ -129,6 +130,11 @@ type Config struct {
 	// spec with secretKeyRef or configMapKeyRef. Only what the Machine
 	// references is read. Nil: such references fail with FAILED.
 	Kube kubernetes.Interface
+	// HostFunctions are the embedder's custom host functions
+	// (runtime.WithHostFunctions) a provider importing them runs with;
+	// Policy.Capabilities must grant theirs. Without them such a
+	// provider fails abi.module: the import is from an unknown module.
+	HostFunctions []hostfuncs.Function
 }
 
 // env is what checks work with.
@@ -271,6 +277,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if transport != nil {
 		opts = append(opts, runtime.WithHTTPTransport(func(http.RoundTripper) http.RoundTripper { return transport }))
+	}
+	if len(cfg.HostFunctions) > 0 {
+		opts = append(opts, runtime.WithHostFunctions(cfg.HostFunctions...))
 	}
 	rt, err := runtime.New(opts...)
 	if err != nil {

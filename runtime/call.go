@@ -12,7 +12,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 )
@@ -38,7 +38,7 @@ func (p *Provider) observe(m abi.Method) func(*error) {
 
 // invoke runs one method call on a pooled instance and turns the guest's
 // status into an error with machine-controller's semantics.
-func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) error {
+func (p *Provider) invoke(ctx context.Context, call *hostmodule.Call) error {
 	m := call.Method
 	if err := checkProviderSpec(call); err != nil {
 		return &CallError{Provider: p.name, Method: m, Class: ClassTerminal, Err: err}
@@ -52,7 +52,7 @@ func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) error {
 		timeout = time.Duration(p.policy.CallTimeout)
 		call.SetDeadline(time.Now().Add(timeout))
 	}
-	hostfuncs.SetContext(call, ctx)
+	hostmodule.SetContext(call, ctx)
 	defer call.Release()
 	if p.native != nil {
 		return p.invokeNative(ctx, call)
@@ -66,7 +66,7 @@ func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) error {
 	}
 	w := inst.watch(ctx)
 	inst.startTimeout(timeout)
-	callErr := inst.fns[m].Call(hostfuncs.WithCall(ctx, call), inst.stack[:])
+	callErr := inst.fns[m].Call(hostmodule.WithCall(ctx, call), inst.stack[:])
 	inst.calls++
 	timedOut := inst.stopTimeout()
 	if w.stop() { // interrupted: the instance is discarded even if it had just returned
@@ -96,7 +96,7 @@ func (p *Provider) invoke(ctx context.Context, call *hostfuncs.Call) error {
 // checkProviderSpec refuses a Machine whose providerSpec.value is not JSON
 // before any guest sees it: it could not be encoded for the guest, and the
 // mistake is the Machine author's, so it is terminal.
-func checkProviderSpec(call *hostfuncs.Call) error {
+func checkProviderSpec(call *hostmodule.Call) error {
 	var spec *clusterv1alpha1.MachineSpec
 	switch {
 	case call.Spec != nil:
@@ -115,7 +115,7 @@ func checkProviderSpec(call *hostfuncs.Call) error {
 	return nil
 }
 
-func (p *Provider) statusError(call *hostfuncs.Call, status abi.Status) error {
+func (p *Provider) statusError(call *hostmodule.Call, status abi.Status) error {
 	msg := call.ErrMessage
 	var class Class
 	var err error
@@ -183,7 +183,7 @@ func (p *Provider) validStatus(m abi.Method, status abi.Status) bool {
 // badInProgress is the error of an IN_PROGRESS status the module may not
 // return: a protocol violation, never read as "call again" (a module that
 // did not declare async_delete was built not to mean it).
-func (p *Provider) badInProgress(call *hostfuncs.Call) error {
+func (p *Provider) badInProgress(call *hostmodule.Call) error {
 	if call.Method != abi.MethodDelete {
 		return p.badResult(call.Method, "%s returned IN_PROGRESS (5), which only Delete may return (SPEC §4)", call.Method)
 	}
@@ -192,7 +192,7 @@ func (p *Provider) badInProgress(call *hostfuncs.Call) error {
 
 // badTerminal is the error of a TERMINAL status without a valid reason:
 // a protocol violation (abi/SPEC.md §4), never written to the Machine.
-func (p *Provider) badTerminal(call *hostfuncs.Call) error {
+func (p *Provider) badTerminal(call *hostmodule.Call) error {
 	valid := make([]string, len(terminalReasons))
 	for i, r := range terminalReasons {
 		valid[i] = string(r)

@@ -12,8 +12,8 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
+	"github.com/wasmprov/wasmprov/internal/hostmodule/wazerohost"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 )
@@ -84,16 +84,16 @@ func benchWazero(b *testing.B, closeOnDone bool) {
 		b.Fatal(err)
 	}
 	get := mod.ExportedFunction(abi.MethodGet.Export())
-	env := &hostfuncs.Env{Provider: "fake", Logger: slog.New(slog.DiscardHandler)}
+	env := &hostmodule.Env{Provider: "fake", Logger: slog.New(slog.DiscardHandler)}
 	m := testMachine()
 	var stack [1]uint64
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		call := hostfuncs.NewCall(cctx, env, abi.MethodGet, abi.CapLog)
+		call := hostmodule.NewCall(cctx, env, abi.MethodGet, abi.CapLog)
 		call.Machine = m
-		if err := get.CallWithStack(hostfuncs.WithCall(cctx, call), stack[:]); err != nil || stack[0] != 0 {
+		if err := get.CallWithStack(hostmodule.WithCall(cctx, call), stack[:]); err != nil || stack[0] != 0 {
 			b.Fatal(err, stack[0])
 		}
 		cancel()

@@ -14,8 +14,8 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
+	"github.com/wasmprov/wasmprov/internal/hostmodule/wazerohost"
 )
 
 type noResolver struct{}
@@ -54,18 +54,18 @@ func FuzzHostFunctionArgs(f *testing.F) {
 	for _, n := range names {
 		fns[n] = mod.ExportedFunction(n)
 	}
-	env := &hostfuncs.Env{
+	env := &hostmodule.Env{
 		Provider: "fuzz",
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		HTTP:     hostfuncs.NewHTTP(hostfuncs.HTTPPolicy{AllowedHosts: []string{"api.example.com"}, Resolver: noResolver{}, Timeout: 50 * time.Millisecond}),
+		HTTP:     hostmodule.NewHTTP(hostmodule.HTTPPolicy{AllowedHosts: []string{"api.example.com"}, Resolver: noResolver{}, Timeout: 50 * time.Millisecond}),
 	}
 	f.Cleanup(env.Close)
 	machine := testMachine()
 	f.Fuzz(func(t *testing.T, which uint8, a, b, c, d uint32, e int64, mem []byte) {
 		name := names[int(which)%len(names)]
-		call := hostfuncs.NewCall(ctx, env, abi.MethodCreate, abi.AllCapabilities)
+		call := hostmodule.NewCall(ctx, env, abi.MethodCreate, abi.AllCapabilities)
 		call.Machine = machine.DeepCopy()
-		call.Data = &hostfuncs.Data{Update: func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
+		call.Data = &hostmodule.Data{Update: func(m *clusterv1alpha1.Machine, modify func(*clusterv1alpha1.Machine)) (*clusterv1alpha1.Machine, error) {
 			m = m.DeepCopy()
 			modify(m)
 			return m, nil
@@ -84,7 +84,7 @@ func FuzzHostFunctionArgs(f *testing.F) {
 		default:
 			params = []uint64{uint64(a), uint64(b), uint64(c), uint64(d)}
 		}
-		res, err := fns[name].Call(hostfuncs.WithCall(ctx, call), params...)
+		res, err := fns[name].Call(hostmodule.WithCall(ctx, call), params...)
 		if err != nil {
 			t.Fatalf("%s%v: %v", name, params, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
@@ -112,6 +113,10 @@ type ModuleInfo struct {
 	ABIVersionFrom, DeclaredFrom   ValueSource
 	Exports                        []string
 	Imports                        []string
+	// CustomCapabilities are the capabilities of the runtime's custom host
+	// functions (WithHostFunctions) the module imports, sorted: what its
+	// policy must grant for it to load.
+	CustomCapabilities []string
 	// Metadata is the module's wasmprov.metadata section, nil if it has
 	// none or it is invalid (then a problem says why).
 	Metadata *metadata.Metadata
@@ -160,8 +165,8 @@ func (r *Runtime) inspectRun(ctx context.Context, wasm []byte, policy Policy) (*
 		if serr != nil || len(st.reservedProblems()) == 0 {
 			return nil, err
 		}
-		info.describe(st)
-		info.Problems = append(st.reservedProblems(), validate(hideReservedImports{st})...)
+		info.describe(st, r.host)
+		info.Problems = append(st.reservedProblems(), validate(hideReservedImports{st}, r.host)...)
 		info.readConstants(st)
 		info.checkValues()
 		info.readMetadata(wasm)
@@ -169,14 +174,14 @@ func (r *Runtime) inspectRun(ctx context.Context, wasm []byte, policy Policy) (*
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
 	info.CodeValidated = true
-	info.describe(mod)
+	info.describe(mod, r.host)
 	// The names the host reserves, which an engine may compile (wasmtime
 	// adds no import, a runtime without deadlines adds nothing).
 	st, serr := readStatic(wasm)
 	if serr == nil {
-		info.Problems = append(st.reservedProblems(), validate(hideReservedImports{mod})...)
+		info.Problems = append(st.reservedProblems(), validate(hideReservedImports{mod}, r.host)...)
 	} else {
-		info.Problems = validate(mod)
+		info.Problems = validate(mod, r.host)
 	}
 	inspectInstance(ctx, mod, info)
 	// The compile passed precheck's limits.
@@ -205,8 +210,9 @@ func (info *ModuleInfo) readMetadata(wasm []byte) {
 	}
 }
 
-// describe lists m's exports and imports.
-func (info *ModuleInfo) describe(m engine.Module) {
+// describe lists m's exports and imports, and the capabilities of the
+// custom host functions of host it imports.
+func (info *ModuleInfo) describe(m engine.Module, host hostTable) {
 	exports := m.ExportedFunctions()
 	for _, name := range sortedKeys(exports) {
 		info.Exports = append(info.Exports, fmt.Sprintf("%s %s", name, sigString(exports[name])))
@@ -217,6 +223,12 @@ func (info *ModuleInfo) describe(m engine.Module) {
 	for _, def := range m.ImportedFunctions() {
 		info.Imports = append(info.Imports, fmt.Sprintf("%s.%s %s", def.Module, def.Name, sigString(def.Signature)))
 	}
+	for _, f := range host.customImports(m) {
+		if !slices.Contains(info.CustomCapabilities, f.Capability) {
+			info.CustomCapabilities = append(info.CustomCapabilities, f.Capability)
+		}
+	}
+	slices.Sort(info.CustomCapabilities)
 }
 
 // inspectInstance instantiates mod and calls the ABI's scalar exports that

@@ -287,8 +287,8 @@ func (r *Runtime) inspectStatic(ctx context.Context, wasm []byte, policy Policy)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not a valid WebAssembly module: %w", ErrInvalidModule, err)
 	}
-	info.describe(st)
-	info.Problems = append(st.reservedProblems(), validate(hideReservedImports{st})...)
+	info.describe(st, r.host)
+	info.Problems = append(st.reservedProblems(), validate(hideReservedImports{st}, r.host)...)
 	info.readConstants(st)
 	info.recallResult(entry, st)
 	info.checkValues()

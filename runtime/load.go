@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
 	"github.com/wasmprov/wasmprov/runtime/internal/precheck"
@@ -94,8 +94,11 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
 	}
-	aliases, err := hostfuncs.ParseHostAliases(policy.HostAliases)
+	aliases, err := hostmodule.ParseHostAliases(policy.HostAliases)
 	if err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	if err := r.host.checkCapabilityNames(policy); err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
 	if err := checkMetadata(wasm); err != nil {
@@ -110,8 +113,12 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 			_ = mod.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	if problems := validate(mod); len(problems) > 0 {
+	if problems := validate(mod, r.host); len(problems) > 0 {
 		return nil, fmt.Errorf("%w:\n  - %s", ErrInvalidModule, strings.Join(problems, "\n  - "))
+	}
+	customGranted, err := grantCustom(policy, r.host.customImports(mod))
+	if err != nil {
+		return nil, err
 	}
 
 	logger := r.cfg.logger.With("provider", name)
@@ -154,6 +161,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	p.hasMetrics = probe.fns[abi.MethodSetMetricsForMachines] != nil
 	p.modCfg = moduleConfig(granted)
 	p.env = r.newEnv(name, logger, policy, aliases)
+	p.env.CustomGranted = customGranted
 	p.pool = pool.New(policy.PoolSize, func(ctx context.Context) (*guestInstance, error) {
 		return p.instantiate(ctx, p.modCfg)
 	}, pool.WithIdleTimeout(context.WithoutCancel(ctx), time.Duration(policy.IdleTimeout)))
@@ -168,7 +176,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 		return nil, fmt.Errorf("pre-warming instances: %w", err)
 	}
 	logger.Info("provider loaded", "engine", r.engine.Name(), "sha256", sum, "size", size,
-		"capabilities", granted.Names(), "pool", policy.PoolSize)
+		"capabilities", append(granted.Names(), sortedKeys(customGranted)...), "pool", policy.PoolSize)
 	return p, nil
 }
 
@@ -178,14 +186,14 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 //
 // Host aliases are logged once here: an operator reading the logs must be
 // able to tell that a provider's API calls go to a simulator.
-func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy, aliases map[string]*url.URL) *hostfuncs.Env {
+func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy, aliases map[string]*url.URL) *hostmodule.Env {
 	if len(aliases) > 0 {
-		logger.Info("HTTP host aliases: requests to these hosts go to loopback", "aliases", hostfuncs.HostAliasList(aliases))
+		logger.Info("HTTP host aliases: requests to these hosts go to loopback", "aliases", hostmodule.HostAliasList(aliases))
 	}
-	return &hostfuncs.Env{
+	return &hostmodule.Env{
 		Provider: name,
 		Logger:   logger,
-		HTTP: hostfuncs.NewHTTP(hostfuncs.HTTPPolicy{
+		HTTP: hostmodule.NewHTTP(hostmodule.HTTPPolicy{
 			AllowedHosts:     policy.AllowedHosts,
 			AllowInsecure:    policy.AllowInsecureHTTP,
 			MaxResponseBytes: policy.MaxHTTPResponseBytes,
@@ -196,7 +204,7 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy, aliase
 			MaxRedirects:        policy.MaxHTTPRedirects,
 			Timeout:             time.Duration(policy.HTTPTimeout),
 		}.WithHostAliases(aliases)),
-		ConfigVar: hostfuncs.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv,
+		ConfigVar: hostmodule.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv,
 			AllowedNamespaces: policy.AllowedSecretNamespaces},
 	}
 }
@@ -240,7 +248,7 @@ func (r *Runtime) compileDigest(ctx context.Context, wasm []byte, sum [sha256.Si
 	return r.engine.Compile(ctx, wasm, engine.ModuleConfig{
 		MemoryLimitPages: policy.MemoryLimitMiB * 16, // 64 KiB pages
 		Interruptible:    r.cfg.interruptible,
-		HostFunctions:    hostfuncs.Functions(),
+		HostFunctions:    r.host.fns,
 		Digest:           sum,
 		Check:            func(wasm []byte) ([]byte, error) { return prechecked(wasm, limits) },
 		CheckKey:         limits.Key(),
@@ -273,8 +281,8 @@ func moduleConfig(granted abi.Capability) engine.InstanceConfig {
 type signature = engine.Signature
 
 var (
-	i32 = hostfuncs.I32
-	i64 = hostfuncs.I64
+	i32 = hostmodule.I32
+	i64 = hostmodule.I64
 )
 
 // requiredExports are the function exports of ABI v1.
@@ -289,9 +297,10 @@ func requiredExports() map[string]signature {
 	return want
 }
 
-// validate checks a compiled module against the ABI and returns every
-// problem found, so an author fixes them in one round.
-func validate(m engine.Module) []string {
+// validate checks a compiled module against the ABI and the host
+// functions of host, and returns every problem found, so an author fixes
+// them in one round.
+func validate(m engine.Module, host hostTable) []string {
 	var problems []string
 	exports := m.ExportedFunctions()
 	want := requiredExports()
@@ -326,25 +335,22 @@ func validate(m engine.Module) []string {
 	if !slices.Contains(m.ExportedMemories(), abi.ExportMemory) {
 		problems = append(problems, `missing memory export "memory"`)
 	}
-	hostSigs := hostfuncs.Signatures()
 	for _, def := range m.ImportedFunctions() {
 		mod, name, got := def.Module, def.Name, def.Signature
-		switch mod {
-		case abi.ModuleName:
-			w, ok := hostSigs[name]
+		switch {
+		case mod == wasiModule:
+			// Served by the engine's WASI; unknown names fail at instantiation.
+		case mod == abi.ModuleName || host.modules[mod]:
+			w, ok := host.sigs[[2]string{mod, name}]
 			if !ok {
 				problems = append(problems, fmt.Sprintf("imports unknown host function %s.%s", mod, name))
 			} else if want := (signature{Params: w[0], Results: w[1]}); !sigEqual(got, want) {
 				problems = append(problems, fmt.Sprintf("import %s.%s has signature %s, want %s", mod, name, sigString(got), sigString(want)))
 			}
-		case wasiModule:
-			// Served by the engine's WASI; unknown names fail at instantiation.
+		case strings.HasPrefix(mod, "wasmprov_v"):
+			problems = append(problems, fmt.Sprintf("imports %s.%s: this host implements ABI %s only", mod, name, abi.ModuleName))
 		default:
-			if strings.HasPrefix(mod, "wasmprov_v") {
-				problems = append(problems, fmt.Sprintf("imports %s.%s: this host implements ABI %s only", mod, name, abi.ModuleName))
-			} else {
-				problems = append(problems, fmt.Sprintf("imports %s.%s from unknown module %q", mod, name, mod))
-			}
+			problems = append(problems, fmt.Sprintf("imports %s.%s from unknown module %q: no host function of this runtime has that module (an embedder adds its own with runtime.WithHostFunctions)", mod, name, mod))
 		}
 	}
 	return problems

@@ -12,7 +12,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/provider"
 )
 
@@ -96,7 +96,7 @@ func (p *Provider) SetMetricsForMachines(ctx context.Context, machines clusterv1
 // by precomputed keys (the largest result: ~5 MB, tens of milliseconds),
 // and the call's deadline holds for it too: a result still being read
 // when the deadline passes is a timeout, not samples.
-func (p *Provider) decodeMetrics(ctx context.Context, call *hostfuncs.Call) ([]MetricSample, error) {
+func (p *Provider) decodeMetrics(ctx context.Context, call *hostmodule.Call) ([]MetricSample, error) {
 	if err := p.refusedOutput(call); err != nil {
 		return nil, err
 	}
@@ -117,9 +117,9 @@ func (p *Provider) decodeMetrics(ctx context.Context, call *hostfuncs.Call) ([]M
 	// Printable before the checks: the bounds hold for what is exposed,
 	// and two values that differ only in what is replaced are one series.
 	for i := range samples {
-		samples[i].Help = hostfuncs.PrintableLine(samples[i].Help)
+		samples[i].Help = hostmodule.PrintableLine(samples[i].Help)
 		for k, v := range samples[i].Labels {
-			samples[i].Labels[k] = hostfuncs.PrintableLine(v)
+			samples[i].Labels[k] = hostmodule.PrintableLine(v)
 		}
 	}
 	keys, err := checkMetricSamples(samples)
@@ -141,7 +141,7 @@ func (p *Provider) decodeMetrics(ctx context.Context, call *hostfuncs.Call) ([]M
 	return sorted, nil
 }
 
-func (p *Provider) refuseMetrics(call *hostfuncs.Call, err error) error {
+func (p *Provider) refuseMetrics(call *hostmodule.Call, err error) error {
 	call.Logger().Warn("SetMetricsForMachines result refused", "error", err.Error())
 	return p.badResult(abi.MethodSetMetricsForMachines, "%v", err)
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 )
 
 // NativeHost is the host side of one call of a NativeFunc: the host
@@ -17,7 +17,7 @@ import (
 // It is a one-pointer handle rather than an interface so that an adapter
 // wrapping it (runtime/native wraps it in the SDK's Host) is one pointer
 // too, and stores in an interface without an allocation per call.
-type NativeHost struct{ c *hostfuncs.Call }
+type NativeHost struct{ c *hostmodule.Call }
 
 // HostError is a host function's failure as NativeHost reports it: the
 // Errno and message a wasm guest would read. It is abi's type, which the Go
@@ -66,7 +66,7 @@ func (r *Runtime) LoadFunc(name string, declared abi.Capability, fn NativeFunc, 
 		// included.
 		hasMetrics: true,
 	}
-	aliases, err := hostfuncs.ParseHostAliases(policy.HostAliases)
+	aliases, err := hostmodule.ParseHostAliases(policy.HostAliases)
 	if err != nil {
 		return nil, fmt.Errorf("provider %q: invalid policy: %w", lc.name, err)
 	}
@@ -75,7 +75,7 @@ func (r *Runtime) LoadFunc(name string, declared abi.Capability, fn NativeFunc, 
 	return np, nil
 }
 
-func (p *Provider) invokeNative(ctx context.Context, call *hostfuncs.Call) error {
+func (p *Provider) invokeNative(ctx context.Context, call *hostmodule.Call) error {
 	status := p.native(ctx, NativeHost{call}, call.Method)
 	return p.statusError(call, status)
 }
@@ -120,7 +120,7 @@ func (h NativeHost) Call(fn string, req []byte) ([]byte, error) {
 // hostError is what a wasm guest would read of err: its errno and message,
 // with a refused capability worded as the guest SDK words it.
 func hostError(fn string, err error) error {
-	var he *hostfuncs.Error
+	var he *hostmodule.Error
 	if errors.As(err, &he) {
 		msg := he.Message
 		if he.Errno == abi.ErrnoNotDeclared {

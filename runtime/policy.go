@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 )
 
 // Policy is what the host allows one provider. The zero value is the safe
@@ -59,7 +60,10 @@ type Policy struct {
 	AllowedSecretNamespaces []string `json:"allowedSecretNamespaces,omitempty"`
 	// Capabilities, when set, is the list of capabilities granted ("http",
 	// "config_var", ...); a declared capability not listed is refused. When
-	// nil, every declared capability is granted.
+	// nil, every declared built-in capability is granted. A custom host
+	// function's capability ("ipam.example.com/allocate", package
+	// hostfuncs) is granted only when listed here: a module importing a
+	// function whose capability is not listed is refused at load.
 	Capabilities []string `json:"capabilities,omitempty"`
 	// MemoryLimitMiB caps each instance's linear memory (default 256).
 	MemoryLimitMiB uint32 `json:"memoryLimitMiB,omitempty"`
@@ -108,17 +112,17 @@ const (
 	DefaultLoadTimeout         = 2 * time.Minute
 	DefaultMaxTableEntries     = 262144
 
-	// The HTTP defaults are hostfuncs', which applies them (once, when a
+	// The HTTP defaults are hostmodule', which applies them (once, when a
 	// provider version is loaded): Policy() leaves these fields at 0.
-	DefaultMaxHTTPResponseBytes = hostfuncs.DefaultMaxResponseBytes
-	DefaultMaxHTTPRequestBytes  = hostfuncs.DefaultMaxRequestBodyBytes
-	DefaultMaxHTTPRedirects     = hostfuncs.DefaultMaxRedirects
-	DefaultHTTPTimeout          = hostfuncs.DefaultTimeout
+	DefaultMaxHTTPResponseBytes = hostmodule.DefaultMaxResponseBytes
+	DefaultMaxHTTPRequestBytes  = hostmodule.DefaultMaxRequestBodyBytes
+	DefaultMaxHTTPRedirects     = hostmodule.DefaultMaxRedirects
+	DefaultHTTPTimeout          = hostmodule.DefaultTimeout
 	// DefaultMaxHTTPHeaders and DefaultMaxHTTPHeaderBytes have no Policy
 	// field: they cap the request header fields, and the request and the
 	// response headers' bytes, of every provider.
-	DefaultMaxHTTPHeaders     = hostfuncs.DefaultMaxHeaders
-	DefaultMaxHTTPHeaderBytes = hostfuncs.DefaultMaxHeaderBytes
+	DefaultMaxHTTPHeaders     = hostmodule.DefaultMaxHeaders
+	DefaultMaxHTTPHeaderBytes = hostmodule.DefaultMaxHeaderBytes
 )
 
 func (p Policy) withDefaults() Policy {
@@ -168,10 +172,14 @@ func (p Policy) grant(declared abi.Capability) (abi.Capability, error) {
 	var allowed abi.Capability
 	for _, name := range p.Capabilities {
 		c, ok := abi.ParseCapability(name)
-		if !ok {
+		switch {
+		case ok:
+			allowed |= c
+		case hostfuncs.CheckCapabilityName(name) == nil:
+			// A custom function's: granted by grantCustom.
+		default:
 			return 0, fmt.Errorf("policy names unknown capability %q", name)
 		}
-		allowed |= c
 	}
 	return declared & (allowed | abi.ProtocolCapabilities), nil
 }

@@ -12,7 +12,7 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
@@ -31,7 +31,7 @@ type Provider struct {
 	rt     *Runtime
 	mod    engine.Module // nil for a native provider
 	modCfg engine.InstanceConfig
-	env    *hostfuncs.Env
+	env    *hostmodule.Env
 	policy Policy
 	digest string
 	size   int
@@ -158,8 +158,8 @@ func (p *Provider) Close(ctx context.Context) error {
 }
 
 // newCall is the host side of one call of method m.
-func (p *Provider) newCall(ctx context.Context, m abi.Method, data *provider.Data) *hostfuncs.Call {
-	call := hostfuncs.NewCall(ctx, p.env, m, p.granted)
+func (p *Provider) newCall(ctx context.Context, m abi.Method, data *provider.Data) *hostmodule.Call {
+	call := hostmodule.NewCall(ctx, p.env, m, p.granted)
 	call.Data = data
 	return call
 }
@@ -183,7 +183,7 @@ func (p *Provider) AddDefaults(ctx context.Context, spec clusterv1alpha1.Machine
 	// The defaulted spec is stored and handed back in later calls, where
 	// config_var trusts its references as the caller's: a guest must not
 	// pick which Secrets it reads by defaulting one in.
-	if added := hostfuncs.AddedConfigRefs(rawProviderSpec(&spec), rawProviderSpec(&out)); len(added) > 0 {
+	if added := hostmodule.AddedConfigRefs(rawProviderSpec(&spec), rawProviderSpec(&out)); len(added) > 0 {
 		call.Logger().Warn("AddDefaults result refused: it adds a Secret or ConfigMap reference", "reference", added[0].String())
 		return spec, p.badResult(abi.MethodAddDefaults, "the defaulted spec adds %s: a provider may not choose which Secrets or ConfigMaps it reads", added[0])
 	}
@@ -285,7 +285,7 @@ func (p *Provider) MachineMetricsLabels(ctx context.Context, machine *clusterv1a
 		return nil, p.badResult(abi.MethodMachineMetricsLabels, "%v", err)
 	}
 	for k, v := range labels {
-		labels[k] = hostfuncs.PrintableLine(v)
+		labels[k] = hostmodule.PrintableLine(v)
 	}
 	return labels, nil
 }

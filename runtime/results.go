@@ -8,7 +8,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/cloud/instance"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -27,7 +27,7 @@ const (
 // the guest returned OK after the host refused its only output: that is
 // not "no output" (unchanged, empty), which would silently drop what the
 // guest meant to return.
-func (p *Provider) refusedOutput(call *hostfuncs.Call) error {
+func (p *Provider) refusedOutput(call *hostmodule.Call) error {
 	if e := call.OutputRefused; e != 0 && !call.OutputSet {
 		return p.badResult(call.Method, "%s returned status OK, but the host refused its `output` with %s (%d) (SPEC §4.1, §6.1)", call.Method, errnoName(e), int32(e))
 	}
@@ -38,7 +38,7 @@ func (p *Provider) refusedOutput(call *hostfuncs.Call) error {
 // says, in the terms of the SPEC, which method returned what instead of
 // doc — an author reads "Get returned status OK with an output that is
 // not an Instance document", not a JSON decoder's "invalid character".
-func (p *Provider) decodeOutput(call *hostfuncs.Call, v any, doc string) error {
+func (p *Provider) decodeOutput(call *hostmodule.Call, v any, doc string) error {
 	if err := json.Unmarshal(call.Output, v); err != nil {
 		return p.badResult(call.Method, "%s returned status OK with an output that is not %s: got %s (%v)",
 			call.Method, doc, quoteOutput(call.Output), err)
@@ -54,7 +54,7 @@ func errnoName(e abi.Errno) string {
 // quoteOutput shows the start of a guest's output in an error message.
 func quoteOutput(b []byte) string {
 	const max = 64
-	s := hostfuncs.PrintableLine(string(b[:min(len(b), max)]))
+	s := hostmodule.PrintableLine(string(b[:min(len(b), max)]))
 	if len(b) > max {
 		s += "…"
 	}
@@ -63,7 +63,7 @@ func quoteOutput(b []byte) string {
 
 // decodeInstance turns the output of Get or Create into an Instance: one
 // is required, and it must satisfy abi/SPEC.md §8.1.
-func (p *Provider) decodeInstance(call *hostfuncs.Call) (instance.Instance, error) {
+func (p *Provider) decodeInstance(call *hostmodule.Call) (instance.Instance, error) {
 	m := call.Method
 	if len(call.Output) == 0 {
 		// Get and Create have no "unchanged" or "empty" result: with no
@@ -86,9 +86,9 @@ func (p *Provider) decodeInstance(call *hostfuncs.Call) (instance.Instance, erro
 	// What the guest names reaches logs, events and the Machine: no
 	// control characters (terminal escapes), whatever the guest echoes.
 	inst := &instance.Static{
-		InstanceName:       hostfuncs.PrintableLine(wire.Name),
-		InstanceID:         hostfuncs.PrintableLine(wire.ID),
-		InstanceProviderID: hostfuncs.PrintableLine(wire.ProviderID),
+		InstanceName:       hostmodule.PrintableLine(wire.Name),
+		InstanceID:         hostmodule.PrintableLine(wire.ID),
+		InstanceProviderID: hostmodule.PrintableLine(wire.ProviderID),
 		InstanceStatus:     instance.Status(wire.Status),
 	}
 	switch inst.InstanceStatus {
@@ -109,7 +109,7 @@ func (p *Provider) decodeInstance(call *hostfuncs.Call) (instance.Instance, erro
 		for addr, t := range wire.Addresses {
 			switch at := corev1.NodeAddressType(t); at {
 			case corev1.NodeHostName, corev1.NodeExternalIP, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeInternalDNS:
-				inst.InstanceAddresses[hostfuncs.PrintableLine(addr)] = at
+				inst.InstanceAddresses[hostmodule.PrintableLine(addr)] = at
 			default:
 				return nil, p.badResult(m, "address %q has type %q, which is not a Kubernetes NodeAddressType (SPEC §8.1)", truncate(addr, 64), truncate(t, 64))
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"k8s.io/client-go/kubernetes"
 )
@@ -19,6 +20,10 @@ import (
 type Runtime struct {
 	cfg    config
 	engine engine.Engine
+	// host is every host function a module may import: wasmprov_v1 and
+	// the embedder's (WithHostFunctions), built once so that every
+	// compile binds the same table.
+	host hostTable
 
 	mu        sync.Mutex
 	providers map[*Provider]struct{}
@@ -33,6 +38,7 @@ type config struct {
 	observer      CallObserver
 	wrapTransport func(http.RoundTripper) http.RoundTripper
 	engine        Engine
+	hostFunctions []hostfuncs.Function
 }
 
 // CallObserver is told about every finished call: provider, method,
@@ -80,6 +86,10 @@ func New(opts ...Option) (*Runtime, error) {
 	if cfg.engine == "" {
 		cfg.engine = EngineWazero
 	}
+	host, err := newHostTable(cfg.hostFunctions)
+	if err != nil {
+		return nil, err
+	}
 	newEngine, ok := engines[cfg.engine]
 	if !ok {
 		return nil, fmt.Errorf("engine %q: %w", cfg.engine, ErrEngineUnavailable)
@@ -88,7 +98,7 @@ func New(opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine %s: %w", cfg.engine, err)
 	}
-	return &Runtime{cfg: cfg, engine: eng, providers: map[*Provider]struct{}{}}, nil
+	return &Runtime{cfg: cfg, engine: eng, host: host, providers: map[*Provider]struct{}{}}, nil
 }
 
 // Close closes every provider loaded by r (waiting for calls in flight) and

@@ -14,6 +14,7 @@ import (
 	"github.com/wasmprov/wasmprov/cloud"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -330,6 +331,34 @@ func specRowsHostFunctions() []specRow {
 			reports(false, abi.MethodValidate, scOutsideCall, "-5")},
 		{"§6.4", "ranges are checked before the capability",
 			reports(true, get, scRanges, "-3 -3 -3 -3 -3 -3 -3")},
+		{"§6.5", "a custom host function's import loads only when the policy grants its capability by name; another signature or an unknown name is INVALID",
+			func(t *testing.T, _ *specHost) {
+				data := []byte{valI32, valI32, valI32, valI32}
+				f := hostfuncs.Function{Module: "example_v1", Name: "f", Capability: "example.com/f",
+					Handler: func(context.Context, hostfuncs.Request) ([]byte, error) { return nil, nil }}
+				rt := newRuntime(t, runtime.WithHostFunctions(f))
+				load := func(im genImport, policy runtime.Policy) error {
+					_, err := rt.LoadBytes(context.Background(), "custom", providerModule(1, nil, im).bytes(), runtime.WithPolicy(policy))
+					return err
+				}
+				good := genImport{"example_v1", "f", data, []byte{valI64}}
+				if err := load(good, runtime.Policy{Capabilities: []string{"example.com/f"}}); err != nil {
+					t.Errorf("granted: %v", err)
+				}
+				for name, tc := range map[string]struct {
+					im     genImport
+					policy runtime.Policy
+					want   string
+				}{
+					"not granted":     {good, runtime.Policy{}, `needs capability "example.com/f"`},
+					"other signature": {genImport{"example_v1", "f", data, []byte{valI32}}, runtime.Policy{Capabilities: []string{"example.com/f"}}, "has signature"},
+					"unknown name":    {genImport{"example_v1", "g", data, []byte{valI64}}, runtime.Policy{Capabilities: []string{"example.com/f"}}, "unknown host function example_v1.g"},
+				} {
+					if err := load(tc.im, tc.policy); !errors.Is(err, runtime.ErrInvalidModule) || !strings.Contains(err.Error(), tc.want) {
+						t.Errorf("%s: %v, want ErrInvalidModule with %q", name, err, tc.want)
+					}
+				}
+			}},
 		{"§7", "a host function of a capability not granted is NOT_DECLARED",
 			func(t *testing.T, h *specHost) {
 				if got := h.report(t, h.none, abi.MethodValidate, scNotDeclared, nil); !strings.HasPrefix(got, "-1 ") {

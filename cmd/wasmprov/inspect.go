@@ -91,6 +91,9 @@ func runInspect(ctx context.Context, args []string) error {
 		fmt.Sprintf("%d (host implements %d)", info.ABIVersion, abi.Version), abi.ExportABIVersion, mdVersion))
 	fmt.Fprintf(w, "capabilities:  %s\n", valueLine(info, info.DeclaredKnown, info.DeclaredFrom,
 		declaredList(info.Declared), abi.ExportCapabilities, mdCaps))
+	if len(info.CustomCapabilities) > 0 {
+		fmt.Fprintf(w, "custom capabilities: %s (the policy must grant them)\n", strings.Join(info.CustomCapabilities, ", "))
+	}
 	printMetadata(w, info.Metadata)
 	fmt.Fprintf(w, "exports:\n")
 	for _, e := range info.Exports {

@@ -38,6 +38,7 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	for _, p := range strings.Fields(string(out)) {
 		pkgs = append(pkgs, strings.TrimPrefix(strings.TrimPrefix(p, strings.TrimSuffix(mod, "/")), "/"))
 	}
+	pkgs = append(pkgs, exampleModulePackages(t, root)...)
 	for _, p := range pkgs {
 		if !documented(named, p) {
 			t.Errorf("package %s is not in docs/ARCHITECTURE.md's package tables", p)
@@ -49,6 +50,39 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 			t.Errorf("docs/ARCHITECTURE.md names %s, which is no package of the module", n)
 		}
 	}
+}
+
+// exampleModulePackages lists the package directories of the example
+// modules (examples/*/go.mod): code an embedder would write, documented
+// with the module's own packages. They are read from the tree, not with
+// go list, which would download each module's dependencies.
+func exampleModulePackages(t *testing.T, root string) []string {
+	t.Helper()
+	mods, err := filepath.Glob(filepath.Join(root, "examples", "*", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for _, m := range mods {
+		err := filepath.WalkDir(filepath.Dir(m), func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			gos, _ := filepath.Glob(filepath.Join(p, "*.go"))
+			if slices.ContainsFunc(gos, func(f string) bool { return !strings.HasSuffix(f, "_test.go") }) {
+				rel, _ := filepath.Rel(root, p)
+				pkgs = append(pkgs, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pkgs
 }
 
 // documented reports whether p is named, or is or sits under a name the

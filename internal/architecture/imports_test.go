@@ -42,7 +42,7 @@ func TestImportInvariants(t *testing.T) {
 			banned: []string{"github.com/distribution/distribution", mod + "internal/testregistry"}},
 		{pkg: "runtime", tags: []string{"wasmtime"}, why: "the same with the wasmtime engine", banned: []string{mod + "guests/", "go.uber.org/zap"}},
 		{pkg: "runtime/internal/engine/wazeroengine", why: "an engine never imports the runtime (a cycle)", banned: []string{mod + "runtime\n"}},
-		{pkg: "internal/hostfuncs", why: "host functions are engine-free",
+		{pkg: "internal/hostmodule", why: "host functions are engine-free",
 			banned: []string{"github.com/tetratelabs/wazero", "github.com/bytecodealliance/wasmtime-go", mod + "runtime/internal/engine"}},
 		{pkg: "controller", why: "the controller drives any implementation, not the runtime", banned: []string{mod + "runtime\n", mod + "runtime/"}},
 		{pkg: "cloudprovider/types", why: "the contract mirrors upstream's types only", banned: []string{mod + "runtime"}},
@@ -57,6 +57,13 @@ func TestImportInvariants(t *testing.T) {
 			if strings.Contains(list, b) {
 				t.Errorf("%s (tags %v) imports %s: %s", rule.pkg, rule.tags, strings.TrimSpace(b), rule.why)
 			}
+		}
+	}
+	// The public host-function package is what an embedder's own host
+	// functions import: the ABI and the standard library only.
+	for _, d := range deps(t, "hostfuncs") {
+		if first, _, _ := strings.Cut(d, "/"); strings.Contains(first, ".") && d != mod+"hostfuncs" && d != mod+"abi" {
+			t.Errorf("hostfuncs imports %s: it must import only abi and the standard library", d)
 		}
 	}
 	// The ABI package compiles for host and guest: the standard library

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 
@@ -82,8 +83,8 @@ func (m *Metadata) Validate() error {
 		return fmt.Errorf("%w: abiVersion %d", ErrInvalid, m.ABIVersion)
 	}
 	for _, c := range m.Capabilities {
-		if _, ok := abi.ParseCapability(c); !ok {
-			return fmt.Errorf("%w: unknown capability %q", ErrInvalid, c)
+		if _, ok := abi.ParseCapability(c); !ok && hostfuncs.CheckCapabilityName(c) != nil {
+			return fmt.Errorf("%w: unknown capability %q (neither built in nor a custom host function's domain-qualified name)", ErrInvalid, c)
 		}
 	}
 	return nil

@@ -14,15 +14,15 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
+	"github.com/wasmprov/wasmprov/internal/hostmodule/wazerohost"
 )
 
 // Module is a compiled guest.
 type Module struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
-	env      *hostfuncs.Env
+	env      *hostmodule.Env
 }
 
 // Compile compiles the guest at path with the runtime's settings.
@@ -42,7 +42,7 @@ func Compile(ctx context.Context, path string, interruptible bool) (*Module, err
 	if err != nil {
 		return nil, err
 	}
-	return &Module{rt: rt, compiled: c, env: &hostfuncs.Env{Provider: "direct", Logger: slog.New(slog.DiscardHandler)}}, nil
+	return &Module{rt: rt, compiled: c, env: &hostmodule.Env{Provider: "direct", Logger: slog.New(slog.DiscardHandler)}}, nil
 }
 
 // Close releases everything.
@@ -94,18 +94,18 @@ func (i *Instance) CallRaw(ctx context.Context, export string) (uint64, error) {
 
 // CallSpec calls method m with spec as its MachineSpec input, through the
 // real host functions.
-func (i *Instance) CallSpec(ctx context.Context, m abi.Method, spec *clusterv1alpha1.MachineSpec) (abi.Status, *hostfuncs.Call, error) {
-	call := hostfuncs.NewCall(ctx, i.m.env, m, abi.CapLog|abi.CapHTTP)
+func (i *Instance) CallSpec(ctx context.Context, m abi.Method, spec *clusterv1alpha1.MachineSpec) (abi.Status, *hostmodule.Call, error) {
+	call := hostmodule.NewCall(ctx, i.m.env, m, abi.CapLog|abi.CapHTTP)
 	call.Spec = spec
-	err := i.fn(m.Export()).CallWithStack(hostfuncs.WithCall(ctx, call), i.stack)
+	err := i.fn(m.Export()).CallWithStack(hostmodule.WithCall(ctx, call), i.stack)
 	return abi.Status(int32(uint32(i.stack[0]))), call, err
 }
 
 // CallExport calls an arbitrary export as if it served method m with spec.
 func (i *Instance) CallExport(ctx context.Context, export string, m abi.Method, spec *clusterv1alpha1.MachineSpec) (uint64, error) {
-	call := hostfuncs.NewCall(ctx, i.m.env, m, abi.CapLog|abi.CapHTTP)
+	call := hostmodule.NewCall(ctx, i.m.env, m, abi.CapLog|abi.CapHTTP)
 	call.Spec = spec
-	err := i.fn(export).CallWithStack(hostfuncs.WithCall(ctx, call), i.stack)
+	err := i.fn(export).CallWithStack(hostmodule.WithCall(ctx, call), i.stack)
 	return i.stack[0], err
 }
 

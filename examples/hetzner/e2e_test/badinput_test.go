@@ -48,7 +48,7 @@ func TestBadInputLeavesNothing(t *testing.T) {
 				}
 				m := f.machine("bad", extra)
 				// A missing Secret is NOT_FOUND from the host
-				// (internal/hostfuncs keyError), which the guest reports
+				// (internal/hostmodule keyError), which the guest reports
 				// as terminal, naming the Secret: a person must create it.
 				class := func(err error) {
 					expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)

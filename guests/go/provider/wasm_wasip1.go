@@ -177,3 +177,20 @@ func (wasmHost) Call(fn string, req []byte) ([]byte, error) {
 	}
 	return collect(fn, n)
 }
+
+// HostFunc is a custom host function as a guest imports it (abi/SPEC.md
+// §6.5): an embedder's function, declared in the guest with its module
+// and name, in the data functions' framing:
+//
+//	//go:wasmimport example_ipam_v1 allocate
+//	func ipamAllocate(req unsafe.Pointer, reqLen int32, buf unsafe.Pointer, limit int32) int64
+type HostFunc func(req unsafe.Pointer, reqLen int32, buf unsafe.Pointer, limit int32) int64
+
+// CallHost calls the custom host function fn with the request document
+// req and returns its result, fetching a large one with take_result, or a
+// *HostError with the errno and the host's message (name names the
+// function in it). Importing the function declares its capability; the
+// host's policy must grant it, or the module does not load.
+func CallHost(name string, fn HostFunc, req []byte) ([]byte, error) {
+	return collect(name, fn(ptr(req), int32(len(req)), ptr(scratch), int32(len(scratch))))
+}

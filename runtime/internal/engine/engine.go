@@ -2,7 +2,7 @@
 // engine. The runtime owns everything a provider's behaviour depends on —
 // the ABI, validation, the pool, deadlines, policies, error semantics — and
 // an engine only compiles, instantiates, calls and interrupts. Host
-// functions come in as hostfuncs.Function values, so they are written once
+// functions come in as hostmodule.Function values, so they are written once
 // and bound by each engine.
 //
 // Two engines exist: wazero (pure Go, the default, package
@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/instrumented"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
@@ -44,8 +44,10 @@ type ModuleConfig struct {
 	// Interruptible instruments the module so Instance.Interrupt stops a
 	// running call at its next check or host function call.
 	Interruptible bool
-	// HostFunctions are the wasmprov_v1 imports (hostfuncs.Functions).
-	HostFunctions []hostfuncs.Function
+	// HostFunctions are the host functions bound for the module: the
+	// wasmprov_v1 imports and an embedder's custom ones (hostmodule.Table),
+	// each under its own import module.
+	HostFunctions []hostmodule.Function
 
 	// Digest is the SHA-256 of the module given to Compile when the
 	// caller has it (the zero value: the engine computes it if it needs
@@ -132,14 +134,14 @@ type Function interface {
 }
 
 // ValueType is a value type in its binary encoding (wasmbin.ValueTypeI32,
-// ...). Host functions declare theirs as hostfuncs.ValueType, the same
-// byte: internal/hostfuncs, outside runtime/, cannot import wasmbin, so the
+// ...). Host functions declare theirs as hostmodule.ValueType, the same
+// byte: internal/hostmodule, outside runtime/, cannot import wasmbin, so the
 // two constants it has are checked equal to wasmbin's here, at compile time.
 type ValueType = wasmbin.ValueType
 
 var (
-	_ [0]struct{} = [hostfuncs.I32 ^ wasmbin.ValueTypeI32]struct{}{}
-	_ [0]struct{} = [hostfuncs.I64 ^ wasmbin.ValueTypeI64]struct{}{}
+	_ [0]struct{} = [hostmodule.I32 ^ wasmbin.ValueTypeI32]struct{}{}
+	_ [0]struct{} = [hostmodule.I64 ^ wasmbin.ValueTypeI64]struct{}{}
 )
 
 // Signature is a function type.

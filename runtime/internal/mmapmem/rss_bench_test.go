@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs/wazerohost"
+	"github.com/wasmprov/wasmprov/internal/hostmodule/wazerohost"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime/internal/mmapmem"
 )

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
@@ -72,10 +73,10 @@ func clockSubBytes(d time.Duration) []byte {
 
 // burn is a host function that copies 4 MiB, or, with n > 0 as its first
 // parameter, nothing (for the host-call benchmark).
-func burn() hostfuncs.Function {
+func burn() hostmodule.Function {
 	src, dst := make([]byte, burnBytes), make([]byte, burnBytes)
-	return hostfuncs.Function{Name: "burn", Params: []byte{tI32, tI32}, Results: []byte{tI32},
-		Fn: func(_ context.Context, _ hostfuncs.Memory, stack []uint64) {
+	return hostmodule.Function{Module: abi.ModuleName, Name: "burn", Params: []byte{tI32, tI32}, Results: []byte{tI32},
+		Fn: func(_ context.Context, _ hostmodule.Memory, stack []uint64) {
 			if stack[0] == 0 {
 				copy(dst, src)
 			}
@@ -86,7 +87,7 @@ func burn() hostfuncs.Function {
 func loopInstance(t testing.TB, te testEngine, clock bool) engine.Instance {
 	ctx := context.Background()
 	mod, err := te.new(t).Compile(ctx, loopGuest(), engine.ModuleConfig{
-		MemoryLimitPages: loopMemPages, Interruptible: true, HostFunctions: []hostfuncs.Function{burn()},
+		MemoryLimitPages: loopMemPages, Interruptible: true, HostFunctions: []hostmodule.Function{burn()},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,20 +3,20 @@ package wasip1
 import (
 	"context"
 
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 )
 
 const (
-	i32 = hostfuncs.I32
-	i64 = hostfuncs.I64
+	i32 = hostmodule.I32
+	i64 = hostmodule.I64
 )
 
-func params(t ...hostfuncs.ValueType) []hostfuncs.ValueType { return t }
+func params(t ...hostmodule.ValueType) []hostmodule.ValueType { return t }
 
-var errnoResult = []hostfuncs.ValueType{i32}
+var errnoResult = []hostmodule.ValueType{i32}
 
 // fn adapts a function returning an errno to the stack convention.
-func fn(name string, p []hostfuncs.ValueType, f func(ctx context.Context, s *State, mem Memory, a []uint64) Errno) Function {
+func fn(name string, p []hostmodule.ValueType, f func(ctx context.Context, s *State, mem Memory, a []uint64) Errno) Function {
 	return Function{Name: name, Params: p, Results: errnoResult, Fn: func(ctx context.Context, s *State, mem Memory, stack []uint64) {
 		stack[0] = uint64(f(ctx, s, mem, stack))
 	}}

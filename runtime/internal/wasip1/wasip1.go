@@ -13,8 +13,8 @@
 // deliberate differences are listed in DIFFERENCES below and in the
 // package's differential test.
 //
-// The functions are a table (Functions) in the style of hostfuncs.Function:
-// Go functions over a hostfuncs.Memory and a uint64 stack, given the
+// The functions are a table (Functions) in the style of hostmodule.Function:
+// Go functions over a hostmodule.Memory and a uint64 stack, given the
 // per-instance State. An engine binds each entry as an import of module
 // ModuleName and, before running it, checks State.Interrupted: once the
 // host interrupted an instance, every host call on it ends the call.
@@ -62,25 +62,25 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
 // ModuleName is the import module of WASI preview 1.
 const ModuleName = "wasi_snapshot_preview1"
 
-// Memory is the guest's linear memory (hostfuncs.Memory). Views returned by
+// Memory is the guest's linear memory (hostmodule.Memory). Views returned by
 // Read are written through: a WASI function writes its results into them,
 // as wazero's does.
-type Memory = hostfuncs.Memory
+type Memory = hostmodule.Memory
 
 // Function is one WASI function: Fn reads its parameters from stack and
-// writes its result (an errno) to stack[0], like hostfuncs.Function, with
+// writes its result (an errno) to stack[0], like hostmodule.Function, with
 // the instance's State. Results is empty for proc_exit, which never
 // returns.
 type Function struct {
 	Name            string
-	Params, Results []hostfuncs.ValueType
+	Params, Results []hostmodule.ValueType
 	Fn              func(ctx context.Context, s *State, mem Memory, stack []uint64)
 }
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
@@ -137,7 +137,7 @@ func RunInstrumentationCacheAcrossProcesses(t *testing.T, newEngine NewEngine) {
 		if wasm, err = os.ReadFile(p); err != nil {
 			t.Fatal(err)
 		}
-		cfg = engine.ModuleConfig{MemoryLimitPages: 4096, Interruptible: true, HostFunctions: hostfuncs.Functions()}
+		cfg = engine.ModuleConfig{MemoryLimitPages: 4096, Interruptible: true, HostFunctions: hostmodule.Functions()}
 	}
 	if dir := os.Getenv(crossProcessEnv); dir != "" {
 		hits, misses, took := compileCounting(t, newEngine, dir, wasm, cfg)

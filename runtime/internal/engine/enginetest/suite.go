@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
@@ -27,10 +27,10 @@ type recorder struct {
 	got [][]byte
 }
 
-func (r *recorder) functions() []hostfuncs.Function {
-	return []hostfuncs.Function{{
-		Name: abi.ImportOutput, Params: []engine.ValueType{hostfuncs.I32, hostfuncs.I32}, Results: []engine.ValueType{hostfuncs.I32},
-		Fn: func(_ context.Context, mem hostfuncs.Memory, stack []uint64) {
+func (r *recorder) functions() []hostmodule.Function {
+	return []hostmodule.Function{{
+		Module: abi.ModuleName, Name: abi.ImportOutput, Params: []engine.ValueType{hostmodule.I32, hostmodule.I32}, Results: []engine.ValueType{hostmodule.I32},
+		Fn: func(_ context.Context, mem hostmodule.Memory, stack []uint64) {
 			b, ok := mem.Read(uint32(stack[0]), uint32(stack[1]))
 			r.mu.Lock()
 			if ok {

@@ -15,8 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bytecodealliance/wasmtime-go/v37"
-	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine/wasmtimeengine/compiler"
@@ -347,9 +346,9 @@ func newModule(e *Engine, key string, s *shared, cfg engine.ModuleConfig) *modul
 	for _, f := range wasip1.Functions() {
 		wasi[f.Name] = f
 	}
-	host := map[string]hostfuncs.Function{}
+	host := map[[2]string]hostmodule.Function{}
 	for _, f := range cfg.HostFunctions {
-		host[f.Name] = f
+		host[[2]string{f.Module, f.Name}] = f
 	}
 	for _, im := range mod.Imports() {
 		ft := im.Type().FuncType()
@@ -365,8 +364,8 @@ func newModule(e *Engine, key string, s *shared, cfg engine.ModuleConfig) *modul
 			if f, ok := wasi[name]; ok {
 				b.wasi, b.params, b.results = f.Fn, f.Params, f.Results
 			}
-		case abi.ModuleName:
-			if f, ok := host[name]; ok {
+		default:
+			if f, ok := host[[2]string{im.Module(), name}]; ok {
 				b.host, b.params, b.results = f.Fn, f.Params, f.Results
 			}
 		}
@@ -416,7 +415,7 @@ func valueType(k wasmtime.ValKind) engine.ValueType {
 	return 0
 }
 
-// valKind is the kind of a host function's value type (hostfuncs and
+// valKind is the kind of a host function's value type (hostmodule and
 // wasip1 use the numeric types only).
 func valKind(t engine.ValueType) wasmtime.ValKind {
 	switch t {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/bytecodealliance/wasmtime-go/v37"
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasip1"
@@ -22,7 +22,7 @@ import (
 type binding struct {
 	module, name    string
 	wasi            func(context.Context, *wasip1.State, wasip1.Memory, []uint64)
-	host            func(context.Context, hostfuncs.Memory, []uint64)
+	host            func(context.Context, hostmodule.Memory, []uint64)
 	params, results []engine.ValueType
 	ty              *wasmtime.FuncType // nil when nothing serves the import
 }
@@ -172,7 +172,7 @@ func fromVal(v wasmtime.Val) uint64 {
 }
 
 func toVal(t engine.ValueType, x uint64) wasmtime.Val {
-	if t == hostfuncs.I64 {
+	if t == hostmodule.I64 {
 		return wasmtime.ValI64(int64(x))
 	}
 	return wasmtime.ValI32(int32(uint32(x)))

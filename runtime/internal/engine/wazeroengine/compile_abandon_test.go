@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
@@ -52,7 +52,7 @@ func TestRealTimeCompileReturnsAtTheDeadline(t *testing.T) {
 	}
 	wasm := slowFunctionModule(8, 8000)
 	ctx := context.Background()
-	cfg := engine.ModuleConfig{MemoryLimitPages: 16, HostFunctions: hostfuncs.Functions()}
+	cfg := engine.ModuleConfig{MemoryLimitPages: 16, HostFunctions: hostmodule.Functions()}
 
 	e, err := New("")
 	if err != nil {

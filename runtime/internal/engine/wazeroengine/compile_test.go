@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/internal/testwasm"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
@@ -27,7 +27,7 @@ func TestRealTimeCompileHonoursDeadline(t *testing.T) {
 	}
 	ctx := context.Background()
 	defer e.Close(ctx)
-	cfg := engine.ModuleConfig{MemoryLimitPages: 16, HostFunctions: hostfuncs.Functions()}
+	cfg := engine.ModuleConfig{MemoryLimitPages: 16, HostFunctions: hostmodule.Functions()}
 
 	start := time.Now()
 	m, err := e.Compile(ctx, wasm, cfg)
@@ -82,7 +82,7 @@ func TestColdCompileTime(t *testing.T) {
 			}
 			ctx := context.Background()
 			start := time.Now()
-			m, err := e.Compile(ctx, wasm, engine.ModuleConfig{MemoryLimitPages: 4096, Interruptible: interruptible, HostFunctions: hostfuncs.Functions()})
+			m, err := e.Compile(ctx, wasm, engine.ModuleConfig{MemoryLimitPages: 4096, Interruptible: interruptible, HostFunctions: hostmodule.Functions()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/internal/testguest"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/mmapmem"
@@ -41,7 +41,7 @@ func TestMemoryImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := engine.ModuleConfig{MemoryLimitPages: 1024, Interruptible: true, HostFunctions: hostfuncs.Functions()}
+	cfg := engine.ModuleConfig{MemoryLimitPages: 1024, Interruptible: true, HostFunctions: hostmodule.Functions()}
 	compile := func(opts ...Option) *module {
 		// The tests' shared compilation cache: the plain module is the
 		// one the runtime's tests compile, and TestMemoryImageUnavailable
@@ -122,7 +122,7 @@ func TestMemoryImageUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	m, err := e.Compile(ctx, wasm, engine.ModuleConfig{MemoryLimitPages: 1024, Interruptible: true, HostFunctions: hostfuncs.Functions()})
+	m, err := e.Compile(ctx, wasm, engine.ModuleConfig{MemoryLimitPages: 1024, Interruptible: true, HostFunctions: hostmodule.Functions()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 
@@ -29,7 +29,7 @@ func TestCompileSharesIdenticalModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	cfg := engine.ModuleConfig{MemoryLimitPages: 16, Interruptible: true, HostFunctions: hostfuncs.Functions()}
+	cfg := engine.ModuleConfig{MemoryLimitPages: 16, Interruptible: true, HostFunctions: hostmodule.Functions()}
 	compile := func(cfg engine.ModuleConfig) *module {
 		t.Helper()
 		m, err := e.Compile(ctx, wasm, cfg)

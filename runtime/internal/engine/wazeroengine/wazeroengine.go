@@ -23,8 +23,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
-	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/instrumented"
 	"github.com/wasmprov/wasmprov/runtime/internal/interrupt"
@@ -59,13 +58,13 @@ type Engine struct {
 // identity of the slice that holds them. Function values cannot be compared
 // (and two closures of one literal share their code pointer while closing
 // over different state), so only compiles given the very same slice share:
-// the runtime always passes hostfuncs.Functions(), one slice built once;
+// the runtime always passes hostmodule.Functions(), one slice built once;
 // a caller with host functions of its own never shares with another.
 type sharedKey struct {
 	digest        [sha256.Size]byte
 	pages         uint32
 	interruptible bool
-	host          *hostfuncs.Function
+	host          *hostmodule.Function
 	hosts         int
 }
 
@@ -347,7 +346,7 @@ func instanceOf(ctx context.Context) *callContext {
 
 // memoryOf is the guest's memory, or an empty one if it has none (wazero's
 // own WASI would dereference nil).
-func memoryOf(mod api.Module) hostfuncs.Memory {
+func memoryOf(mod api.Module) hostmodule.Memory {
 	if m := mod.Memory(); m != nil {
 		return m
 	}
@@ -382,13 +381,20 @@ func bindWASI(ctx context.Context, wr wazero.Runtime) error {
 	return nil
 }
 
-// bindHostFunctions defines the wasmprov_v1 host module of fns (the
-// wazero binding of hostfuncs.Functions, with the interrupt check). The
-// host functions get the caller's context, as wazerohost.Instantiate gives
-// them.
-func bindHostFunctions(ctx context.Context, wr wazero.Runtime, fns []hostfuncs.Function) error {
-	b := wr.NewHostModuleBuilder(abi.ModuleName)
+// bindHostFunctions defines a host module for each import module of fns
+// (wasmprov_v1, and an embedder's modules): the wazero binding of
+// hostmodule.Table, with the interrupt check. The host functions get the
+// caller's context, as wazerohost.Instantiate gives them.
+func bindHostFunctions(ctx context.Context, wr wazero.Runtime, fns []hostmodule.Function) error {
+	builders := map[string]wazero.HostModuleBuilder{}
+	var order []string
 	for _, f := range fns {
+		b, ok := builders[f.Module]
+		if !ok {
+			b = wr.NewHostModuleBuilder(f.Module)
+			builders[f.Module] = b
+			order = append(order, f.Module)
+		}
 		fn := f.Fn
 		b.NewFunctionBuilder().
 			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
@@ -400,8 +406,10 @@ func bindHostFunctions(ctx context.Context, wr wazero.Runtime, fns []hostfuncs.F
 			}), f.Params, f.Results).
 			Export(f.Name)
 	}
-	if _, err := b.Instantiate(ctx); err != nil {
-		return fmt.Errorf("instantiating %s host module: %w", abi.ModuleName, err)
+	for _, name := range order {
+		if _, err := builders[name].Instantiate(ctx); err != nil {
+			return fmt.Errorf("instantiating %s host module: %w", name, err)
+		}
 	}
 	return nil
 }
