@@ -86,7 +86,7 @@ RACE_PKGS := ./abi/... ./cassette/... ./cloud/... ./cloudprovider/... ./controll
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/cachefile ./runtime/internal/engine/... ./runtime/internal/mmapmem ./runtime/internal/memimage \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/precheck ./runtime/internal/wasip1 \
 	./runtime/internal/wasmbin
-PLAIN_PKGS := ./apis/... ./hostfuncs ./provider ./runtime/signature ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
+PLAIN_PKGS := ./apis/... ./hostfuncs ./provider ./internal/guesttext ./runtime/signature ./cmd/... ./conformance/... ./examples/... ./internal/attackguests/... ./internal/race ./internal/testguest/... ./internal/testhost ./internal/testlog ./internal/fixtures \
 	./internal/testwasm ./internal/deepcopytest ./internal/testregistry ./internal/architecture ./internal/hostmodule/wazerohost ./runtime/internal/interrupt
 
 # Examples that are modules of their own, as an embedder's code would be:

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/hostmodule"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
@@ -125,5 +125,5 @@ func (e *timeoutError) Unwrap() error { return e.cause }
 // the engine's error.
 type engineTrap struct{ err error }
 
-func (e engineTrap) Error() string { return hostmodule.Printable(e.err.Error()) }
+func (e engineTrap) Error() string { return guesttext.Printable(e.err.Error()) }
 func (e engineTrap) Unwrap() error { return e.err }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/provider"
 )
@@ -117,9 +118,9 @@ func (p *Provider) decodeMetrics(ctx context.Context, call *hostmodule.Call) ([]
 	// Printable before the checks: the bounds hold for what is exposed,
 	// and two values that differ only in what is replaced are one series.
 	for i := range samples {
-		samples[i].Help = hostmodule.PrintableLine(samples[i].Help)
+		samples[i].Help = guesttext.PrintableLine(samples[i].Help)
 		for k, v := range samples[i].Labels {
-			samples[i].Labels[k] = hostmodule.PrintableLine(v)
+			samples[i].Labels[k] = guesttext.PrintableLine(v)
 		}
 	}
 	keys, err := checkMetricSamples(samples)

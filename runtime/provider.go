@@ -12,6 +12,7 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
@@ -285,7 +286,7 @@ func (p *Provider) MachineMetricsLabels(ctx context.Context, machine *clusterv1a
 		return nil, p.badResult(abi.MethodMachineMetricsLabels, "%v", err)
 	}
 	for k, v := range labels {
-		labels[k] = hostmodule.PrintableLine(v)
+		labels[k] = guesttext.PrintableLine(v)
 	}
 	return labels, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 	"github.com/wasmprov/wasmprov/internal/hostmodule"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +55,7 @@ func errnoName(e abi.Errno) string {
 // quoteOutput shows the start of a guest's output in an error message.
 func quoteOutput(b []byte) string {
 	const max = 64
-	s := hostmodule.PrintableLine(string(b[:min(len(b), max)]))
+	s := guesttext.PrintableLine(string(b[:min(len(b), max)]))
 	if len(b) > max {
 		s += "…"
 	}
@@ -86,9 +87,9 @@ func (p *Provider) decodeInstance(call *hostmodule.Call) (instance.Instance, err
 	// What the guest names reaches logs, events and the Machine: no
 	// control characters (terminal escapes), whatever the guest echoes.
 	inst := &instance.Static{
-		InstanceName:       hostmodule.PrintableLine(wire.Name),
-		InstanceID:         hostmodule.PrintableLine(wire.ID),
-		InstanceProviderID: hostmodule.PrintableLine(wire.ProviderID),
+		InstanceName:       guesttext.PrintableLine(wire.Name),
+		InstanceID:         guesttext.PrintableLine(wire.ID),
+		InstanceProviderID: guesttext.PrintableLine(wire.ProviderID),
 		InstanceStatus:     instance.Status(wire.Status),
 	}
 	switch inst.InstanceStatus {
@@ -109,7 +110,7 @@ func (p *Provider) decodeInstance(call *hostmodule.Call) (instance.Instance, err
 		for addr, t := range wire.Addresses {
 			switch at := corev1.NodeAddressType(t); at {
 			case corev1.NodeHostName, corev1.NodeExternalIP, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeInternalDNS:
-				inst.InstanceAddresses[hostmodule.PrintableLine(addr)] = at
+				inst.InstanceAddresses[guesttext.PrintableLine(addr)] = at
 			default:
 				return nil, p.badResult(m, "address %q has type %q, which is not a Kubernetes NodeAddressType (SPEC §8.1)", truncate(addr, 64), truncate(t, 64))
 			}

@@ -6,14 +6,14 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/wasmprov/wasmprov/internal/hostmodule"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 )
 
 // guestOutput turns a guest's stdout or stderr into log records, one per
 // line. A guest can write without end, so the writer caps what it passes
 // on: a line is cut at maxGuestLine bytes of printable text and, once the
 // instance's lines have taken maxGuestTotal bytes as the log handler
-// writes them (hostmodule.EscapedLen: a NUL becomes three bytes, a quote
+// writes them (guesttext.EscapedLen: a NUL becomes three bytes, a quote
 // two) plus guestRecordBytes each for the record around them (so a flood
 // of empty lines is bounded too), output is dropped with one warning.
 type guestOutput struct {
@@ -64,9 +64,9 @@ func (w *guestOutput) Write(p []byte) (int, error) {
 }
 
 func (w *guestOutput) emit() {
-	line := hostmodule.ClipPrintable(string(w.buf), maxGuestLine)
+	line := guesttext.ClipPrintable(string(w.buf), maxGuestLine)
 	w.buf = w.buf[:0]
-	w.total += int64(hostmodule.EscapedLen(line)) + guestRecordBytes
+	w.total += int64(guesttext.EscapedLen(line)) + guestRecordBytes
 	if w.total > maxGuestTotal {
 		w.suppressed = true
 		w.logger.Warn("guest output exceeds limit; further output of this instance is dropped",

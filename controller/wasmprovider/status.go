@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/hostmodule"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +39,7 @@ const maxMessage = 1024
 // its own text printable; this holds for every cause): kubectl prints
 // conditions and Events as they are.
 func trim(s string) string {
-	s = hostmodule.Printable(s)
+	s = guesttext.Printable(s)
 	if len(s) <= maxMessage {
 		return s
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -258,7 +259,7 @@ const MaxRetryAfter = time.Hour
 func (c *Call) SetError(reason, message string, retryAfterMillis int64) {
 	// The message may be written into the Machine's status: its bound is
 	// on the printable text, which may be longer than the guest's bytes.
-	c.ErrSet, c.ErrReason, c.ErrMessage = true, reason, ClipPrintable(message, int(c.Env.limits().MaxMessageBytes))
+	c.ErrSet, c.ErrReason, c.ErrMessage = true, reason, guesttext.ClipPrintable(message, int(c.Env.limits().MaxMessageBytes))
 	c.RetryAfter = 0
 	if retryAfterMillis > 0 {
 		c.RetryAfter = MaxRetryAfter

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 )
 
 // Table returns the wasmprov_v1 imports and the embedder's custom host
@@ -98,9 +99,9 @@ func (c *Call) serveCustom(ctx context.Context, label string, h hostfuncs.Handle
 	if a.err != nil {
 		e, ok := a.err.(*hostfuncs.Error)
 		if !ok || e.Errno == abi.ErrnoNotDeclared || e.Errno >= 0 || e.Errno < abi.ErrnoNotFound {
-			return nil, errorf(abi.ErrnoFailed, "%s", ClipPrintable(a.err.Error(), int(c.Env.limits().MaxMessageBytes)))
+			return nil, errorf(abi.ErrnoFailed, "%s", guesttext.ClipPrintable(a.err.Error(), int(c.Env.limits().MaxMessageBytes)))
 		}
-		return nil, errorf(e.Errno, "%s", ClipPrintable(e.Message, int(c.Env.limits().MaxMessageBytes)))
+		return nil, errorf(e.Errno, "%s", guesttext.ClipPrintable(e.Message, int(c.Env.limits().MaxMessageBytes)))
 	}
 	if len(a.b) > maxResult {
 		logger.Error("custom host function returned more than its MaxResultBytes; the guest was answered TOO_LARGE",

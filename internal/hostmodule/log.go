@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 )
 
 // log: (func (param $level i32) (param $msg i32) (param $msg_len i32)
@@ -81,17 +82,17 @@ func (c *Call) Log(level int32, msg, attrs []byte) error {
 // provider or Machine.
 func (c *Call) record(msg, attrs []byte) (text string, args []any, size int64) {
 	max := int(c.Env.limits().MaxMessageBytes)
-	text = ClipPrintable(string(msg), max)
-	size = int64(EscapedLen(text))
+	text = guesttext.ClipPrintable(string(msg), max)
+	size = int64(guesttext.EscapedLen(text))
 	if len(attrs) == 0 {
 		return text, nil, size
 	}
 	var obj map[string]any
 	var guest []any
 	if err := json.Unmarshal(attrs, &obj); err != nil {
-		raw := ClipPrintable(string(attrs), max)
+		raw := guesttext.ClipPrintable(string(attrs), max)
 		guest = append(guest, slog.String("raw", raw))
-		size += int64(len("raw") + EscapedLen(raw) + attrOverhead)
+		size += int64(len("raw") + guesttext.EscapedLen(raw) + attrOverhead)
 	} else {
 		keys := make([]string, 0, len(obj))
 		for k := range obj {
@@ -102,9 +103,9 @@ func (c *Call) record(msg, attrs []byte) (text string, args []any, size int64) {
 		for _, k := range keys {
 			v := printableJSON(obj[k])
 			enc, _ := json.Marshal(v) // of what json.Unmarshal made: cannot fail
-			key := PrintableLine(k)
+			key := guesttext.PrintableLine(k)
 			guest = append(guest, slog.Any(key, v))
-			size += int64(EscapedLen(key) + len(enc) + attrOverhead)
+			size += int64(guesttext.EscapedLen(key) + len(enc) + attrOverhead)
 		}
 	}
 	if len(guest) > 0 {
@@ -123,7 +124,7 @@ const attrOverhead = len(" "+GuestLogGroup+".=") + 2
 func printableJSON(v any) any {
 	switch v := v.(type) {
 	case string:
-		return Printable(v)
+		return guesttext.Printable(v)
 	case []any:
 		for i := range v {
 			v[i] = printableJSON(v[i])
@@ -132,7 +133,7 @@ func printableJSON(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[PrintableLine(k)] = printableJSON(e)
+			out[guesttext.PrintableLine(k)] = printableJSON(e)
 		}
 		return out
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/guesttext"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -212,7 +213,7 @@ func checkMetadata(m, next *clusterv1alpha1.Machine) error {
 		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
 			return errorf(abi.ErrnoInvalid, "annotation key %q: %s", quoted(k), errs[0])
 		}
-		if Printable(v) != v {
+		if guesttext.Printable(v) != v {
 			return errorf(abi.ErrnoInvalid, "annotation %q: the value is not UTF-8 or holds control or format characters", quoted(k))
 		}
 	}
@@ -227,7 +228,7 @@ func checkMetadata(m, next *clusterv1alpha1.Machine) error {
 const MaxAnnotationBytes = 256 << 10
 
 // quoted is a guest's key as an error message quotes it.
-func quoted(k string) string { return ClipPrintableLine(k, 64) }
+func quoted(k string) string { return guesttext.ClipPrintableLine(k, 64) }
 
 func rawProviderSpec(s *clusterv1alpha1.MachineSpec) []byte {
 	if s.ProviderSpec.Value == nil {

@@ -1,4 +1,9 @@
-package hostmodule
+// Package guesttext makes text a guest wrote safe to show a person: an
+// error message the controller writes into a Machine's status, a log
+// record, an instance name or a metric label. The host functions apply it
+// to what guests hand them; the runtime to the documents guests return;
+// the controllers to what they write into a resource's status.
+package guesttext
 
 import (
 	"strings"
