@@ -203,7 +203,10 @@ func TestLifecycleThroughProviderData(t *testing.T) {
 	if _, err := p.Get(ctx, f.log, m, f.data); !errors.Is(err, cloudprovidererrors.ErrInstanceNotFound) {
 		t.Fatalf("Get before Create: %v, want ErrInstanceNotFound", err)
 	}
-	inst, err := p.Create(ctx, f.log, m, f.data, "#cloud-config")
+	// machine-controller's logger for a call already names the Machine and
+	// the provider; the host must not add them again.
+	callLog := f.log.With("machine", "kube-system/worker-1", "provider", "probe")
+	inst, err := p.Create(ctx, callLog, m, f.data, "#cloud-config")
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -224,6 +227,16 @@ func TestLifecycleThroughProviderData(t *testing.T) {
 		fields["method"] != "Create" || fields["machine"] != "kube-system/worker-1" ||
 		fields["guest.volumes"] != float64(2) || fields["guest.token"] != true {
 		t.Errorf("log line fields %v: want the caller's, the host's and the guest's (2 volumes of worker-1, the Secret's token)", fields)
+	} else {
+		seen := map[string]int{}
+		for _, f := range got[0].Context {
+			seen[f.Key]++
+		}
+		for _, k := range []string{"machine", "provider", "method"} {
+			if seen[k] != 1 {
+				t.Errorf("field %q appears %d times on the guest's line, want once", k, seen[k])
+			}
+		}
 	}
 	if _, err := p.Get(ctx, f.log, m, f.data); err != nil {
 		t.Errorf("Get: %v", err)

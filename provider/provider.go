@@ -84,7 +84,11 @@ type Data struct {
 	// references are refused as UNAVAILABLE.
 	Objects ObjectReader
 	// Logger receives the guest's log records of this call and the
-	// host's lines about it. Nil: the runtime's logger.
+	// host's lines about it. Nil: the runtime's logger, with the
+	// provider's name and the Machine added. A caller's logger is taken
+	// to name the call already, as machine-controller's names the Machine
+	// and the provider: the host adds the method only, so no field
+	// appears twice on a line.
 	Logger *slog.Logger
 	// Progress is told, when Cleanup returns done == false, what the
 	// provider said: its note and when to call again (0: no hint). Nil:

@@ -302,20 +302,22 @@ func (c *Call) minLogLevel() slog.Level {
 // provider attribute), with method and machine attributes.
 func (c *Call) logger() *slog.Logger {
 	if c.log == nil {
+		method := slog.String("method", c.Method.String())
+		if c.Data != nil && c.Data.Logger != nil {
+			// The caller's logger (machine-controller's) already names
+			// the Machine and the provider: adding them again would put
+			// each field twice on every line.
+			c.log = c.Data.Logger.With(method)
+			return c.log
+		}
 		// The provider's logger already names the provider.
-		attrs := []any{slog.String("method", c.Method.String())}
+		attrs := []any{method}
 		if c.Machine != nil {
 			attrs = append(attrs, slog.String("machine", c.Machine.Namespace+"/"+c.Machine.Name))
 		} else if s := c.spec(); s != nil && s.Name != "" {
 			attrs = append(attrs, slog.String("machine", s.Name))
 		}
-		base := c.Env.logger()
-		if c.Data != nil && c.Data.Logger != nil {
-			// The caller's logger (machine-controller's, with its own
-			// fields) does not know the provider.
-			base = c.Data.Logger.With(slog.String("provider", c.Env.Provider))
-		}
-		c.log = base.With(attrs...)
+		c.log = c.Env.logger().With(attrs...)
 	}
 	return c.log
 }
