@@ -14,8 +14,8 @@ import (
 	"github.com/wasmprov/wasmprov/cassette"
 	"github.com/wasmprov/wasmprov/conformance"
 	"github.com/wasmprov/wasmprov/conformance/internal/minicloud"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 )
 
 const refToken = "t0k3n-s3cr3t"

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/conformance"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 )
 
 const fakeSpec = `{"cloudProvider":"fake","cloudProviderSpec":{"passValidation":true},"operatingSystem":"ubuntu"}`

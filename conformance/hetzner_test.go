@@ -11,8 +11,8 @@ import (
 	"github.com/wasmprov/wasmprov/cassette"
 	"github.com/wasmprov/wasmprov/conformance"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 )
 
 var record = flag.Bool("record", false, "re-record the committed cassettes from the simulators")

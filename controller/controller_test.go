@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/provider"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
@@ -100,14 +101,7 @@ func (h *harness) stop() {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	wait.Until(t, what, cond)
 }
 
 func TestCreateSetsFinalizerFirstThenProviderIDAndAddresses(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	"github.com/wasmprov/wasmprov/runtime/signature"
@@ -313,12 +313,20 @@ func TestWasmProvider(t *testing.T) {
 	if r := wp.Status.LastRejected; r == nil || r.Digest != v3 || r.Reason != wasmprovv1alpha1.ReasonVerifyFailed {
 		t.Fatalf("lastRejected %+v, want v3 with reason %s", r, wasmprovv1alpha1.ReasonVerifyFailed)
 	}
-	// Retrying a refused spec does not rewrite status.
+	// Retrying a refused spec does not rewrite status: three retries (1 s,
+	// 2 s and 4 s of backoff) write it at most twice.
 	writes := leader.metric("wasmprov_wasmprovider_status_writes_total", nil)
+	refused := func() float64 {
+		return leader.metric("wasmprov_wasmprovider_reconciles_total", map[string]string{"result": "refused"})
+	}
+	refusedBefore := refused()
 	rv := wp.ResourceVersion
-	time.Sleep(20 * time.Second)
+	eventually(t, 60*time.Second, "three retries of the refused v3", func() (bool, string) {
+		n := refused() - refusedBefore
+		return n >= 3, fmt.Sprintf("%v retries", n)
+	})
 	if n := leader.metric("wasmprov_wasmprovider_status_writes_total", nil) - writes; n > 2 {
-		t.Fatalf("%v status writes in 20 s for a spec that keeps failing, want at most 2", n)
+		t.Fatalf("%v status writes over three retries of a spec that keeps failing, want at most 2", n)
 	}
 	if again := wps.get("hetzner"); again.ResourceVersion != rv {
 		t.Logf("status rewritten while v3 kept failing: %s", wpState(again))

@@ -10,7 +10,7 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/examples/fake/fakeprovider"
 	"github.com/wasmprov/wasmprov/guests/go/provider"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	wprovider "github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/native"

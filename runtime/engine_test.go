@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/cloud"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 

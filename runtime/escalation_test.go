@@ -9,7 +9,7 @@ import (
 	"github.com/wasmprov/wasmprov/provider"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +18,7 @@ import (
 )
 
 // A guest must not choose which Secrets it reads (red-team findings 1 and
-// 2): internal/attackguests/secrets adds a reference to
+// 2): internal/testing/attackguests/secrets adds a reference to
 // kube-system/admin-token through its AddDefaults result and through a
 // machine_update merge patch, and reads it with config_var.
 func TestGuestCannotChooseItsSecrets(t *testing.T) {
@@ -30,7 +30,7 @@ func TestGuestCannotChooseItsSecrets(t *testing.T) {
 			Data: map[string][]byte{"token": []byte("team-a-token")}},
 	)
 	rt := newRuntime(t, runtime.WithKubernetesClient(kube))
-	p, err := rt.Load(ctx, testguest.Build(t, "internal/attackguests/secrets"))
+	p, err := rt.Load(ctx, testguest.Build(t, "internal/testing/attackguests/secrets"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestGuestCannotChooseItsSecrets(t *testing.T) {
 		expectCallError(t, err, runtime.ClassTransient, nil, `namespace "kube-system" is neither the machine's (team-a) nor allowed by the policy`)
 	})
 	t.Run("kube-system allowed by the policy", func(t *testing.T) {
-		q, err := rt.Load(ctx, testguest.Build(t, "internal/attackguests/secrets"), runtime.WithName("allowed"),
+		q, err := rt.Load(ctx, testguest.Build(t, "internal/testing/attackguests/secrets"), runtime.WithName("allowed"),
 			runtime.WithPolicy(runtime.Policy{AllowedSecretNamespaces: []string{"kube-system"}}))
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +92,7 @@ func TestGuestCannotChooseItsSecrets(t *testing.T) {
 func TestAddDefaultsResultMayKeepButNotAddReferences(t *testing.T) {
 	ctx := context.Background()
 	rt := newRuntime(t)
-	p, err := rt.Load(ctx, testguest.Build(t, "internal/attackguests/secrets"))
+	p, err := rt.Load(ctx, testguest.Build(t, "internal/testing/attackguests/secrets"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package runtime_test
 
 // The runtime tests' shared helpers: the runtime, testdata and Machines they
 // use, the fakes standing in for the API server and a cloud, and the
-// assertions on call errors and the pool. Log capture is internal/testlog's.
+// assertions on call errors and the pool. Log capture is internal/testing/testlog's.
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ import (
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cloud"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/wasmprov/wasmprov/provider"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 

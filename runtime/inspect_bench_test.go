@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 

@@ -2,28 +2,25 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
 // waitPoolLive waits until p has n live instances.
 func waitPoolLive(t *testing.T, p *runtime.Provider, n int64) runtime.PoolStats {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := p.PoolStats()
-		if s.Live == n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pool %+v: want %d live", s, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var s runtime.PoolStats
+	wait.For(t, fmt.Sprintf("%d live instances", n), func() (bool, string) {
+		s = p.PoolStats()
+		return s.Live == n, fmt.Sprintf("%+v", s)
+	})
+	return s
 }
 
 // A provider with an IdleTimeout and no Prewarm holds no instance after

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/cloud"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -36,7 +36,7 @@ type sandbox struct {
 }
 
 // load loads a hostile module (a fixture name, or "go:<dir>" for a Go guest
-// under internal/attackguests) with a small memory limit and one instance.
+// under internal/testing/attackguests) with a small memory limit and one instance.
 func (s *sandbox) load(t *testing.T, name string, policy runtime.Policy) (*runtime.Provider, error) {
 	t.Helper()
 	if policy.MemoryLimitMiB == 0 {
@@ -49,7 +49,7 @@ func (s *sandbox) load(t *testing.T, name string, policy runtime.Policy) (*runti
 	var err error
 	provName := strings.TrimPrefix(name, "go:")
 	if strings.HasPrefix(name, "go:") {
-		wasm, err = readFile(testguest.Build(t, "internal/attackguests/"+provName))
+		wasm, err = readFile(testguest.Build(t, "internal/testing/attackguests/"+provName))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestSandbox(t *testing.T) {
 	// Build the Go guests before measuring, so the build's memory and the
 	// test cache's goroutines are not counted.
 	for _, g := range []string{"panics", "wasi"} {
-		testguest.Build(t, "internal/attackguests/"+g)
+		testguest.Build(t, "internal/testing/attackguests/"+g)
 	}
 	fake, err := rt.Load(ctx, testguest.Build(t, "examples/fake"), runtime.WithName("good"),
 		runtime.WithPolicy(runtime.Policy{PoolSize: 2, Prewarm: 2}))

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 )
 
 // call -v and -log-level show the provider's (and the host's) log records

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 )
 
 func run(t *testing.T, args ...string) (string, error) {

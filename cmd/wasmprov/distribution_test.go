@@ -17,9 +17,10 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testlog"
-	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
+	"github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	"github.com/wasmprov/wasmprov/runtime/signature"
@@ -131,17 +132,10 @@ func TestDistributionEndToEnd(t *testing.T) {
 	}
 	waitFor := func(what string, ok func(map[string]any) bool) {
 		t.Helper()
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
+		wait.For(t, what, func() (bool, string) {
 			s := status()
-			if ok(s) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: status %v\n%s", what, s, logs.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return ok(s), fmt.Sprintf("status %v\n%s", s, logs.String())
+		})
 	}
 	waitFor("v1 serving", func(s map[string]any) bool { return s["serving"] == true && s["imageDigest"] == v1 })
 
@@ -230,9 +224,8 @@ func TestDistributionEndToEnd(t *testing.T) {
 // that it is ready.
 func serveAddress(t *testing.T, logs *testlog.Buffer) string {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		var base string
+	var base string
+	wait.For(t, "serve ready", func() (bool, string) {
 		ready := strings.Contains(logs.String(), `"msg":"ready"`)
 		sc := bufio.NewScanner(strings.NewReader(logs.String()))
 		for sc.Scan() {
@@ -241,12 +234,7 @@ func serveAddress(t *testing.T, logs *testlog.Buffer) string {
 				base = "http://" + rec["addr"].(string)
 			}
 		}
-		if base != "" && ready {
-			return base
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not get ready:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return base != "" && ready, logs.String()
+	})
+	return base
 }

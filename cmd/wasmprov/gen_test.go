@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -115,6 +115,8 @@ func TestMachineControllerDropIn(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "machine-controller")
 	copyTree(t, filepath.Join("testdata", "machine-controller"), dir)
+	// The tree as upstream has it: no wasmprov in its go.mod until the
+	// maintainer's step 2, below.
 	gomod := filepath.Join(dir, "go.mod")
 	b, err := os.ReadFile(gomod)
 	if err != nil {
@@ -123,10 +125,6 @@ func TestMachineControllerDropIn(t *testing.T) {
 	const rel = "github.com/wasmprov/wasmprov => ../../../.."
 	if !bytes.Contains(b, []byte(rel)) {
 		t.Fatalf("testdata go.mod lacks %q", rel)
-	}
-	b = bytes.Replace(b, []byte(rel), []byte("github.com/wasmprov/wasmprov => "+root), 1)
-	if err := os.WriteFile(gomod, b, 0o644); err != nil {
-		t.Fatal(err)
 	}
 
 	engine := testhost.Engine()
@@ -168,9 +166,13 @@ func TestMachineControllerDropIn(t *testing.T) {
 		return string(b)
 	}
 	// As a maintainer does after adding the file (docs/MACHINE-CONTROLLER.md,
-	// step 1): go mod tidy picks up what wasmprov needs today. wasmprov's
-	// own go.sum vouches for those modules, so no checksum lookup is made.
+	// step 2, from a checkout): require and replace wasmprov, go mod tidy.
+	// wasmprov's own go.sum vouches for the modules it needs, so no
+	// checksum lookup is made.
 	mergeGoSum(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
+	run("mod", "edit", "-droprequire=github.com/wasmprov/wasmprov", "-dropreplace=github.com/wasmprov/wasmprov")
+	// Step 2 from a checkout, verbatim but for the checkout's path.
+	run("mod", "edit", "-require=github.com/wasmprov/wasmprov@v0.0.0", "-replace=github.com/wasmprov/wasmprov="+root)
 	run("mod", "tidy")
 	run(append(append([]string{"vet"}, flags...), "./...")...)
 	res := run(append(append([]string{"test", "-count=1", "-v"}, flags...), "-run", "^TestLifecycle$", "./pkg/cloudprovider/")...)

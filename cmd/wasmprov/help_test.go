@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/conformance"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 )
 
 // runCLI runs wasmprov with args as main does and returns the exit status

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testlog"
-	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	"github.com/wasmprov/wasmprov/runtime/signature"

@@ -4,16 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/wait"
 )
 
 // TestServe runs `wasmprov serve` end to end: JSON logs, readiness, a call
@@ -169,17 +170,10 @@ func TestServe(t *testing.T) {
 	// Hot reload: a new provider dropped into the directory is served.
 	os.WriteFile(filepath.Join(dir, ".copy.tmp"), fake, 0o644)
 	os.Rename(filepath.Join(dir, ".copy.tmp"), filepath.Join(dir, "fake2.wasm"))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.For(t, "fake2 served", func() (bool, string) {
 		code, out = post("/v1/providers/fake2/Validate", machine)
-		if code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fake2 never served: %d %v", code, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return code == 200, fmt.Sprintf("%d %v", code, out)
+	})
 	if code, out = post("/v1/providers/fake2/reload", ""); code != 200 || out["sha256"] == "" {
 		t.Fatalf("reload: %d %v", code, out)
 	}

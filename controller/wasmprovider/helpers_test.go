@@ -21,9 +21,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
-	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
+	testwait "github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	"github.com/wasmprov/wasmprov/runtime/registry"
@@ -442,21 +443,18 @@ func raw(s string) *k8sruntime.RawExtension { return &k8sruntime.RawExtension{Ra
 // wrong ("" when nothing is).
 func (e *env) waitWP(t *testing.T, name string, ok func(*wasmprovv1alpha1.WasmProvider) string) *wasmprovv1alpha1.WasmProvider {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		wp, err := e.wps.Get(context.Background(), name)
-		why := ""
+	var wp *wasmprovv1alpha1.WasmProvider
+	testwait.For(t, "WasmProvider "+name, func() (bool, string) {
+		var err error
+		wp, err = e.wps.Get(context.Background(), name)
 		if err != nil {
-			why = err.Error()
-		} else if why = ok(wp); why == "" {
-			return wp
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			st, _ := json.MarshalIndent(wp, "", "  ")
-			t.Fatalf("WasmProvider %s: %s after %s\n%s", name, why, wait, st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		why := ok(wp)
+		st, _ := json.MarshalIndent(wp, "", "  ")
+		return why == "", why + "\n" + string(st)
+	})
+	return wp
 }
 
 // cond checks a condition's status and reason.
@@ -509,13 +507,10 @@ func (e *env) registryServes(cp string) string {
 
 func (e *env) waitRegistry(t *testing.T, cp, d string) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for e.registryServes(cp) != d {
-		if time.Now().After(deadline) {
-			t.Fatalf("registry serves %q for %s, want %q", e.registryServes(cp), cp, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, "the registry serving "+d+" for "+cp, func() (bool, string) {
+		got := e.registryServes(cp)
+		return got == d, "serves " + got
+	})
 }
 
 // events lists the Events recorded on WasmProvider name as "reason: message".
@@ -537,18 +532,18 @@ func (e *env) events(t *testing.T, name string) []string {
 // waitEvent waits for an Event on name whose "type reason: message" starts with prefix.
 func (e *env) waitEvent(t *testing.T, name, prefix string) string {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		for _, ev := range e.events(t, name) {
+	var found string
+	testwait.For(t, fmt.Sprintf("Event %q on %s", prefix, name), func() (bool, string) {
+		evs := e.events(t, name)
+		for _, ev := range evs {
 			if strings.HasPrefix(ev, prefix) {
-				return ev
+				found = ev
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Event %q on %s; have %q", prefix, name, e.events(t, name))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("have %q", evs)
+	})
+	return found
 }
 
 // counter reads a counter of the reconciler's metrics.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -14,8 +14,8 @@ import (
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/examples/ipam"
 	"github.com/wasmprov/wasmprov/hostfuncs"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

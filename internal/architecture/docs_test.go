@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 )
 
 // TestArchitectureNamesEveryPackage: docs/ARCHITECTURE.md's package tables

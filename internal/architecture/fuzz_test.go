@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 )
 
 // TestFuzzTargetsAreFound: `make fuzz-smoke` runs the targets

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 )
 
 const mod = "github.com/wasmprov/wasmprov/"
@@ -39,7 +39,7 @@ func TestImportInvariants(t *testing.T) {
 			banned: []string{mod + "guests/", "go.uber.org/zap", "sigs.k8s.io/controller-runtime", mod + "runtime/registry", mod + "cloudprovider",
 				"oras.land/", mod + "runtime/oci", "github.com/sigstore/"}},
 		{pkg: "cmd/wasmprov", why: "the registry server used by tests never ships in the CLI",
-			banned: []string{"github.com/distribution/distribution", mod + "internal/testregistry"}},
+			banned: []string{"github.com/distribution/distribution", mod + "internal/testing/testregistry"}},
 		{pkg: "runtime", tags: []string{"wasmtime"}, why: "the same with the wasmtime engine", banned: []string{mod + "guests/", "go.uber.org/zap"}},
 		{pkg: "runtime/internal/engine/wazeroengine", why: "an engine never imports the runtime (a cycle)", banned: []string{mod + "runtime\n"}},
 		{pkg: "internal/hostmodule", why: "host functions are engine-free",

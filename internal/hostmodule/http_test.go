@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
-	"github.com/wasmprov/wasmprov/internal/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/testlog"
 )
 
 // stubResolver answers every name from a table; it counts lookups so tests

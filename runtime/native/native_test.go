@@ -14,8 +14,8 @@ import (
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/examples/fake/fakeprovider"
 	"github.com/wasmprov/wasmprov/guests/go/provider"
-	"github.com/wasmprov/wasmprov/internal/testhost"
-	"github.com/wasmprov/wasmprov/internal/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/native"
 

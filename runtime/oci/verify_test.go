@@ -10,7 +10,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
 )
 
 // TestPullVerifyHook: a module Options.Verify refuses is not returned

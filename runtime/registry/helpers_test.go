@@ -19,9 +19,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
-	"github.com/wasmprov/wasmprov/internal/testlog"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testlog"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 )

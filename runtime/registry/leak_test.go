@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/wasmprov/wasmprov/internal/race"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/race"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 )

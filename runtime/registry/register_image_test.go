@@ -12,7 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
 	"github.com/wasmprov/wasmprov/runtime/oci"

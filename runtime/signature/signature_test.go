@@ -10,8 +10,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testregistry"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 )

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/deepcopytest"
+	"github.com/wasmprov/wasmprov/internal/testing/deepcopytest"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/deepcopytest"
+	"github.com/wasmprov/wasmprov/internal/testing/deepcopytest"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -14,7 +14,7 @@ import (
 )
 
 // zz_generated.deepcopy.go is written by hand, so nothing but these tests
-// notices a pointer or slice it forgets to copy. internal/deepcopytest
+// notices a pointer or slice it forgets to copy. internal/testing/deepcopytest
 // does the checking: Fill sets every reachable field of an object to
 // a deterministic non-zero value (every pointer allocated, every slice two
 // elements long, every map two entries); the copy is then mutated at every

@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hetznertest"
+	"github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -129,10 +129,7 @@ func TestBadInputLeavesNothing(t *testing.T) {
 			for _, srv := range f.sim.Servers() {
 				f.simDelete(t, fmt.Sprintf("/servers/%d", srv.ID))
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for len(f.sim.Servers()) > 0 && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
+			wait.Until(t, "the other client's servers gone", func() bool { return len(f.sim.Servers()) == 0 })
 			f.simDelete(t, fmt.Sprintf("/placement_groups/%d", full))
 		})
 	})

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 

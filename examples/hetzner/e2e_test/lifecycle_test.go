@@ -14,6 +14,7 @@ import (
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hetznertest"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hzprovider"
+	"github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	corev1 "k8s.io/api/core/v1"
@@ -130,20 +131,13 @@ func TestLifecycle(t *testing.T) {
 		}
 
 		// Get: creating, then running once booted, with addresses.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		wait.For(t, "the server running", func() (bool, string) {
 			inst, err = f.p.Get(f.ctx, cur, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if inst.Status() == instance.StatusRunning || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if inst.Status() != instance.StatusRunning {
-			t.Fatalf("server never running: %v", inst.Status())
-		}
+			return inst.Status() == instance.StatusRunning, string(inst.Status())
+		})
 		addrs := inst.Addresses()
 		if addrs[s.IPv4] != corev1.NodeExternalIP || len(addrs) != 2 {
 			t.Fatalf("addresses %v, want %s and an IPv6", addrs, s.IPv4)

@@ -24,8 +24,8 @@ import (
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hetznertest"
 	"github.com/wasmprov/wasmprov/examples/hetzner/hzprovider"
-	"github.com/wasmprov/wasmprov/internal/testguest"
-	"github.com/wasmprov/wasmprov/internal/testhost"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/wasmprov/wasmprov/internal/race"
+	"github.com/wasmprov/wasmprov/internal/testing/race"
 )
 
 // ---- the stack bound (stack.go) ----

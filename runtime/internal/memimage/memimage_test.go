@@ -10,7 +10,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/runtime/internal/memimage"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/wasmprov/wasmprov/internal/race"
+	"github.com/wasmprov/wasmprov/internal/testing/race"
 )
 
 // The red team's compile bombs, each refused before anything compiles,

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wasmprov/wasmprov/internal/race"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/race"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/runtime/internal/wasmbin"
 )
 

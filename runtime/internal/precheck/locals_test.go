@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmprov/wasmprov/internal/race"
+	"github.com/wasmprov/wasmprov/internal/testing/race"
 )
 
 // The red team's compile bomb of issue 25 (item 3): one function within

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/bytecodealliance/wasmtime-go/v37"
-	"github.com/wasmprov/wasmprov/internal/testwasm"
+	"github.com/wasmprov/wasmprov/internal/testing/testwasm"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/internal/hostmodule"
-	"github.com/wasmprov/wasmprov/internal/testwasm"
+	"github.com/wasmprov/wasmprov/internal/testing/testwasm"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 )
 

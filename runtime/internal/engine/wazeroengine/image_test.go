@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/wasmprov/wasmprov/internal/hostmodule"
-	"github.com/wasmprov/wasmprov/internal/testguest"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/mmapmem"
 )

@@ -3,10 +3,16 @@
 // 127.0.0.1, optionally with basic auth and TLS from a CA made for the
 // test. It counts the requests it serves, so a test can assert that a
 // pull made none.
+//
+// The registry runs in a process of its own (registryd, built once per
+// test binary into the test cache), behind a reverse proxy in the test's
+// process that terminates TLS and counts requests: a test binary built
+// with -race then neither links nor race-compiles the distribution server.
+// Closing Server is an outage: the proxy stops answering.
 package testregistry
 
 import (
-	"context"
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -22,20 +28,19 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/distribution/distribution/v3/configuration"
-	"github.com/distribution/distribution/v3/registry/handlers"
-	"github.com/sirupsen/logrus"
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"golang.org/x/crypto/bcrypt"
-
-	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd"
-	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"
 )
 
 // Registry is a real registry (distribution's own handler and
@@ -57,21 +62,10 @@ type Options struct {
 	TLS            bool
 }
 
-// distribution logs every request, and every 404 (an ordinary answer to
-// a HEAD) as an error.
-func init() { logrus.SetOutput(io.Discard) }
-
 // Start starts a registry, closed when t ends.
 func Start(t testing.TB, o Options) *Registry {
 	t.Helper()
-	cfg := &configuration.Configuration{
-		Storage: configuration.Storage{
-			"inmemory":    configuration.Parameters{},
-			"maintenance": configuration.Parameters{"uploadpurging": map[any]any{"enabled": false}},
-		},
-	}
-	cfg.HTTP.Secret = "test-secret"
-	cfg.Log.AccessLog.Disabled = true
+	var args []string
 	if o.User != "" {
 		hash, err := bcrypt.GenerateFromPassword([]byte(o.Password), bcrypt.MinCost)
 		if err != nil {
@@ -81,13 +75,17 @@ func Start(t testing.TB, o Options) *Registry {
 		if err := os.WriteFile(file, []byte(o.User+":"+string(hash)+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "test", "path": file}}
+		args = append(args, "-htpasswd", file)
 	}
-	app := handlers.NewApp(context.Background(), cfg)
+	backend := startBackend(t, args)
+	proxy := &httputil.ReverseProxy{
+		Rewrite:  func(r *httputil.ProxyRequest) { r.SetURL(backend); r.Out.Host = r.In.Host },
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
 	reg := &Registry{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.Requests.Add(1)
-		app.ServeHTTP(w, r)
+		proxy.ServeHTTP(w, r)
 	})
 	reg.Server = httptest.NewUnstartedServer(h)
 	reg.Server.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes the tests make fail
@@ -104,6 +102,80 @@ func Start(t testing.TB, o Options) *Registry {
 	t.Cleanup(reg.Server.Close)
 	reg.Host = strings.TrimPrefix(strings.TrimPrefix(reg.Server.URL, "http://"), "https://")
 	return reg
+}
+
+// startBackend runs registryd with args and returns its URL; the process
+// ends with t (and with this process: its standard input closes).
+func startBackend(t testing.TB, args []string) *url.URL {
+	t.Helper()
+	cmd := exec.Command(registryd(t), args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the test registry: %v", err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		t.Fatalf("the test registry did not start: %q, %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		t.Fatalf("the test registry printed %q", line)
+	}
+	return &url.URL{Scheme: "http", Host: addr}
+}
+
+var (
+	buildMu sync.Mutex
+	built   string
+)
+
+// registryd builds the registry program once per test binary, without
+// the race detector whatever the test binary was built with.
+func registryd(t testing.TB) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if built != "" {
+		return built
+	}
+	// Built beside the guests, then renamed into place: test binaries
+	// building it at once each rename a complete program over the other's.
+	dir := filepath.Join(testguest.CacheDir(t), "registryd")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.CreateTemp(dir, ".registryd-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), "./internal/testing/testregistry/registryd")
+	cmd.Dir = testguest.Root()
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the test registry: %v\n%s", err, b)
+	}
+	out := filepath.Join(dir, "registryd")
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		t.Fatal(err)
+	}
+	built = out
+	return out
 }
 
 // selfSignedCA makes a CA and a server certificate for 127.0.0.1 it

@@ -21,7 +21,7 @@ var (
 // Root is the repository root.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Build compiles the Go guest in dir (relative to the repository root, e.g.
