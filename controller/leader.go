@@ -79,6 +79,10 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	defer leCancel()
 	started := make(chan struct{})
 	runErr := make(chan error, 1)
+	// notLeading is closed once IsLeader turned false after leading: the
+	// change runs on the AfterFunc's goroutine, and Run must not return
+	// while IsLeader still says true.
+	notLeading := make(chan struct{})
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   le.LeaseDuration,
@@ -94,7 +98,10 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 				// leading is done as soon as the Lease is lost, or (at
 				// shutdown) just before it is released: from then on
 				// another replica may lead.
-				context.AfterFunc(leading, func() { c.setLeading(false, le.OnLeadershipChange) })
+				context.AfterFunc(leading, func() {
+					c.setLeading(false, le.OnLeadershipChange)
+					close(notLeading)
+				})
 				runCtx, cancel := context.WithCancel(ctx)
 				stop := context.AfterFunc(leading, cancel)
 				defer stop()
@@ -130,6 +137,9 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	select {
 	case <-started:
 		err := <-runErr
+		// elector.Run has returned, which ended leading: the change is
+		// under way, if not done.
+		<-notLeading
 		if err != nil {
 			return err
 		}
