@@ -71,7 +71,7 @@ func (p *Provider) invoke(ctx context.Context, call *hostmodule.Call) error {
 	timedOut := inst.stopTimeout()
 	if w.stop() { // interrupted: the instance is discarded even if it had just returned
 		callErr = interruptedError(ctx)
-	} else if timedOut {
+	} else if timedOut || call.DeadlineExceeded() {
 		callErr = errInterruptedDeadline
 	}
 	if callErr != nil {

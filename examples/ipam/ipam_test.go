@@ -168,32 +168,50 @@ func blocking(t *testing.T, alloc *ipam.Allocator, entered chan<- struct{}) []ho
 	return fns
 }
 
+// A handler that never returns does not hold the call: the guest is
+// answered FAILED at the deadline and the call is ErrTimeout, even when
+// the guest gets to return its own error before the engine's interrupt
+// fires. A lazy provider starts its instance inside the call, after the
+// deadline's clock started, which makes that race certain.
 func TestHandlerThatBlocksIsInterruptedAtTheDeadline(t *testing.T) {
-	alloc, err := ipam.New("10.20.0.0/24")
-	if err != nil {
-		t.Fatal(err)
+	for name, policy := range map[string]runtime.Policy{
+		"prewarmed": granting(300 * time.Millisecond),
+		"lazy":      lazy(granting(300 * time.Millisecond)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			alloc, err := ipam.New("10.20.0.0/24")
+			if err != nil {
+				t.Fatal(err)
+			}
+			entered := make(chan struct{}, 1)
+			p, err := load(t, policy, blocking(t, alloc, entered)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.Create(context.Background(), machine("m1", "uid-1", 1), nil, "")
+				done <- err
+			}()
+			<-entered
+			// The handler never returns; the call must, at its deadline (the
+			// test's own timeout is the bound on "never hangs").
+			err = <-done
+			if !errors.Is(err, runtime.ErrTimeout) {
+				t.Fatalf("Create with a handler that never returns: %v, want ErrTimeout", err)
+			}
+			// The provider still serves calls: the next one is not stuck behind it.
+			if _, err := p.MachineMetricsLabels(context.Background(), machine("m1", "uid-1", 1), nil); err != nil {
+				t.Fatalf("a call after the interrupted one: %v", err)
+			}
+		})
 	}
-	entered := make(chan struct{}, 1)
-	p, err := load(t, granting(300*time.Millisecond), blocking(t, alloc, entered)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := p.Create(context.Background(), machine("m1", "uid-1", 1), nil, "")
-		done <- err
-	}()
-	<-entered
-	// The handler never returns; the call must, at its deadline (the
-	// test's own timeout is the bound on "never hangs").
-	err = <-done
-	if !errors.Is(err, runtime.ErrTimeout) {
-		t.Fatalf("Create with a handler that never returns: %v, want ErrTimeout", err)
-	}
-	// The provider still serves calls: the next one is not stuck behind it.
-	if _, err := p.MachineMetricsLabels(context.Background(), machine("m1", "uid-1", 1), nil); err != nil {
-		t.Fatalf("a call after the interrupted one: %v", err)
-	}
+}
+
+// lazy is policy with no instance started before a call needs one.
+func lazy(policy runtime.Policy) runtime.Policy {
+	policy.IdleTimeout = runtime.Duration(time.Minute)
+	return policy
 }
 
 func TestUsesPerCallAreCapped(t *testing.T) {

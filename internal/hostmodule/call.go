@@ -3,6 +3,7 @@ package hostmodule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -117,6 +118,16 @@ func (c *Call) blocking() context.Context {
 		}
 	}
 	return c.hostCtx
+}
+
+// DeadlineExceeded tells whether the call's deadline passed while host
+// work was bounded by it. A host function blocked at the deadline answers
+// the guest (FAILED, TIMEOUT) so it can unwind, and the guest may then
+// return before the engine's own interrupt fires: its answer came after
+// the deadline all the same, and the call is a timeout, not the guest's
+// error.
+func (c *Call) DeadlineExceeded() bool {
+	return c.hostCtx != nil && errors.Is(c.hostCtx.Err(), context.DeadlineExceeded)
 }
 
 // Release frees what the call holds; call it when the call is over.
