@@ -1,4 +1,6 @@
-// Package architecture holds no code: its test checks the import rules
-// docs/ARCHITECTURE.md states, with the go command's own view of the
-// dependency graph.
+// Package architecture holds no code: its tests keep docs/ARCHITECTURE.md
+// true with the go command's own view of the module — the import rules
+// it states (go list -deps), its package tables naming every package and
+// nothing else (go list ./...) — and check that hack/fuzz-targets.sh
+// finds every fuzz function.
 package architecture
