@@ -638,3 +638,19 @@ func (p *pinRecorder) get(owner string) ([]string, bool) {
 	s, ok := p.pins[owner]
 	return s, ok
 }
+
+// waitReconciles waits until n reconciles with the given result label,
+// each begun after the call, have finished. It assumes a single
+// WasmProvider reconciles with that result: the reconciles of one
+// WasmProvider run one at a time, so at most one is in flight at the call
+// (and may be counted first), and n+1 more counted are n begun after it.
+// Each one counted has also written its status and Events.
+func (e *env) waitReconciles(t *testing.T, result string, n int) {
+	t.Helper()
+	labels := map[string]string{"result": result}
+	want := e.counter(t, "wasmprov_wasmprovider_reconciles_total", labels) + float64(n+1)
+	testwait.For(t, fmt.Sprintf("%d more %q reconciles", n, result), func() (bool, string) {
+		got := e.counter(t, "wasmprov_wasmprovider_reconciles_total", labels)
+		return got >= want, fmt.Sprintf("%v counted, want %v", got, want)
+	})
+}

@@ -2,6 +2,7 @@ package wasmprovider_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
 	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
+	testwait "github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,19 +154,18 @@ func TestImagePullSecretAndPool(t *testing.T) {
 			t.Fatalf("pool size %d, want spec.pool's 3", s.PoolSize)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	idleFrom := time.Now()
+	testwait.For(t, "the idle pool emptied", func() (bool, string) {
 		var live int64 = -1
 		for _, s := range e.reg.Status() {
 			if s.Name == "fake" {
 				live = s.Instances
 			}
 		}
-		if live == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d instances still live 10 s after spec.pool.idleTimeout 100ms", live)
-		}
+		return live == 0, fmt.Sprintf("%d instances live", live)
+	})
+	if d := time.Since(idleFrom); d > 10*time.Second {
+		t.Fatalf("instances still live %v after spec.pool.idleTimeout 100ms, want at most 10 s", d)
 	}
 	for _, c := range got.Status.Conditions {
 		if strings.Contains(c.Message, "u:p") || strings.Contains(c.Message, string(cfg)) {
@@ -193,7 +194,7 @@ func TestImageTagPollAndPins(t *testing.T) {
 	// Polls of an unchanged tag resolve it again and change nothing.
 	writes := e.wps.writeCount()
 	resolves := e.oci.Requests.Load()
-	time.Sleep(2500 * time.Millisecond)
+	e.waitReconciles(t, "ok", 2)
 	if w := e.wps.writeCount(); w != writes {
 		t.Fatalf("polls of an unchanged tag wrote status %d more times", w-writes)
 	}
@@ -211,26 +212,14 @@ func TestImageTagPollAndPins(t *testing.T) {
 		t.Fatalf("serving ref %q, want %q", wp.Status.Serving.Ref, tag)
 	}
 	e.waitEvent(t, "fake", "Normal Swapped: "+d1+" -> "+d2.String())
-	deadline := time.Now().Add(wait)
-	for {
+	testwait.For(t, fmt.Sprintf("pins [%s %s]", d2, d1), func() (bool, string) {
 		got, _ := pins.get("wasmprovider/fake")
-		if strings.Join(got, ",") == d2.String()+","+d1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pinned %q, want [%s %s]", got, d2, d1)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Join(got, ",") == d2.String()+","+d1, fmt.Sprintf("pinned %q", got)
+	})
 	e.wps.delete("fake")
 	e.waitRegistry(t, "fake", "")
-	for {
-		if got, ok := pins.get("wasmprovider/fake"); ok && len(got) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the deleted WasmProvider's revisions stay pinned")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, "the deleted WasmProvider's revisions unpinned", func() (bool, string) {
+		got, ok := pins.get("wasmprovider/fake")
+		return ok && len(got) == 0, fmt.Sprintf("pinned %q (set: %t)", got, ok)
+	})
 }

@@ -3,6 +3,7 @@ package wasmprovider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
+	testwait "github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,12 +140,10 @@ func TestRefusedSpecWritesStatusOnce(t *testing.T) {
 	})
 	start := time.Now()
 	before := e.counter(t, "wasmprov_wasmprovider_reconciles_total", map[string]string{"result": "refused"})
-	for time.Since(start) < 2*time.Second || e.counter(t, "wasmprov_wasmprovider_reconciles_total", map[string]string{"result": "refused"}) < before+10 {
-		if time.Since(start) > wait {
-			t.Fatal("the refused spec was not retried")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, "the refused spec retried for 2s and at least 10 times", func() (bool, string) {
+		n := e.counter(t, "wasmprov_wasmprovider_reconciles_total", map[string]string{"result": "refused"})
+		return time.Since(start) >= 2*time.Second && n >= before+10, fmt.Sprintf("%v retries in %v", n-before, time.Since(start))
+	})
 	after := e.counter(t, "wasmprov_wasmprovider_reconciles_total", map[string]string{"result": "refused"})
 	if w := e.wps.writeCount(); w != 1 {
 		t.Fatalf("%d status writes over %v reconciles, want 1", w, after)
@@ -171,14 +171,8 @@ func TestNonLeaderLoadsThenConverges(t *testing.T) {
 	e.wps.create(cmWP("fake", "fake", "fake.wasm", sum(v1)), time.Now())
 	want := "sha256:" + sum(v1)
 	e.waitRegistry(t, "fake", want)
-	deadline := time.Now().Add(wait)
-	for !e.rec.HasSynced() {
-		if time.Now().After(deadline) {
-			t.Fatal("HasSynced never true")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond) // past a poll
+	testwait.Until(t, "HasSynced", e.rec.HasSynced)
+	e.waitReconciles(t, "ok", 1) // past a poll
 	if w := e.wps.writeCount(); w != 0 {
 		t.Fatalf("a standby wrote status %d times", w)
 	}
@@ -239,7 +233,7 @@ func TestConflictAndTakeover(t *testing.T) {
 	}
 	e.waitEvent(t, "young", "Warning Conflict:")
 	// Still v1 after a poll: the loser loaded nothing.
-	time.Sleep(1500 * time.Millisecond)
+	e.waitReconciles(t, "conflict", 1)
 	if got := e.registryServes("fake"); got != "sha256:"+sum(v1) {
 		t.Fatalf("registry serves %q, want the older claim's", got)
 	}
@@ -329,7 +323,7 @@ func TestStatusConflictRetried(t *testing.T) {
 	if wp.Annotations["other-writer"] != "2" {
 		t.Fatalf("annotations %v: the conflicts did not happen", wp.Annotations)
 	}
-	time.Sleep(1500 * time.Millisecond) // past a poll: nothing more to write
+	e.waitReconciles(t, "ok", 1) // past a poll: nothing more to write
 	if w := e.wps.writeCount(); w != 1 {
 		t.Fatalf("%d status writes, want 1", w)
 	}
@@ -414,13 +408,7 @@ func TestNewAndRun(t *testing.T) {
 		t.Fatal("New without Client, Kube and Loader succeeded")
 	}
 	e := newEnv(t, envOpts{leader: true})
-	deadline := time.Now().Add(wait)
-	for !e.rec.HasSynced() {
-		if time.Now().After(deadline) {
-			t.Fatal("HasSynced with no WasmProvider never true")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, "HasSynced with no WasmProvider", e.rec.HasSynced)
 	// Once the first Run is past its sync, a second one must refuse at
 	// once (with a deadline, so a bug fails rather than hangs the test).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
