@@ -157,7 +157,9 @@ func TestTerminalErrorGoesToStatusAndClearsWhenFixed(t *testing.T) {
 	// A terminal error is not retried on a schedule. (Our own status write
 	// comes back as a watch event and is reconciled once more, without a
 	// write; after that the Machine stays quiet.)
-	time.Sleep(200 * time.Millisecond)
+	eventually(t, "the echo of the status write reconciled", func() bool {
+		return testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal")) >= 2
+	})
 	before := testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal"))
 	time.Sleep(300 * time.Millisecond)
 	if after := testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal")); after != before {
@@ -277,7 +279,9 @@ func TestMachineWithoutOurFinalizerIsLeftAlone(t *testing.T) {
 	h.machines.Delete("default", "foreign")
 	h.start()
 	eventually(t, "synced", h.ctrl.HasSynced)
-	time.Sleep(100 * time.Millisecond)
+	eventually(t, "the deleting machine reconciled", func() bool {
+		return testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("success")) >= 1
+	})
 	got, ok := h.machines.get("default", "foreign")
 	if !ok || !slices.Equal(got.Finalizers, []string{"someone-else"}) {
 		t.Fatalf("machine touched: %v %v", ok, got)
@@ -392,7 +396,10 @@ func TestShutdownGracePeriodCancelsCalls(t *testing.T) {
 	<-h.cloud.createStarted
 	h.cancel()
 	h.cancel = nil
-	time.Sleep(200 * time.Millisecond) // past the grace period
+	h.cloud.mu.Lock()
+	callCtx := h.cloud.createCtx
+	h.cloud.mu.Unlock()
+	eventually(t, "the call context cancelled past the grace period", func() bool { return callCtx.Err() != nil })
 	close(h.cloud.createRelease)
 	if err := <-h.done; err != nil {
 		t.Fatal(err)

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -165,7 +165,15 @@ func TestNoProviderNotFoundEventForOtherErrors(t *testing.T) {
 	eventually(t, "terminal", func() bool {
 		return testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal")) >= 1
 	})
-	time.Sleep(50 * time.Millisecond)
+	// The echo of the terminal status write is reconciled too; then a
+	// marker Event, drained after any the reconciles recorded.
+	eventually(t, "the echo reconciled", func() bool {
+		return testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal")) >= 2
+	})
+	rec.Event(m, corev1.EventTypeNormal, "Marker", "drained")
+	eventually(t, "the marker Event drained", func() bool {
+		return slices.Contains(log.all(), "Normal Marker drained")
+	})
 	for _, e := range log.all() {
 		if strings.Contains(e, ReasonProviderNotFound) {
 			t.Fatalf("unexpected event %q", e)

@@ -37,6 +37,8 @@ type memCloud struct {
 	createStarted chan struct{}
 	createRelease chan struct{}
 	createCtxErr  error
+	// createCtx is the context of the last Create call.
+	createCtx context.Context
 	// pvsAtDelete records how many PVs the PVLister showed in Delete.
 	pvsAtDelete int
 	// deleteSteps: Delete marks the server deleting; it disappears after
@@ -118,6 +120,7 @@ func (p *memCloud) Create(ctx context.Context, m *clusterv1alpha1.Machine, data 
 	p.mu.Lock()
 	started, release := p.createStarted, p.createRelease
 	p.finalizersAtCreate = append(p.finalizersAtCreate, slices.Clone(m.Finalizers))
+	p.createCtx = ctx
 	p.mu.Unlock()
 	if started != nil {
 		close(started)

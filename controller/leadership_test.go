@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -79,6 +80,34 @@ func leaseHolder(kube kubernetes.Interface, name string) string {
 	return *l.Spec.HolderIdentity
 }
 
+// replicaClient is a clientset of its own over kube's objects: the calls
+// one replica makes are recorded (Actions) apart from the other's.
+func replicaClient(kube *fake.Clientset) *fake.Clientset {
+	o := kube.Tracker()
+	cs := &fake.Clientset{}
+	cs.AddReactor("*", "*", k8stesting.ObjectReaction(o))
+	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := action.(k8stesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := o.Watch(action.GetResource(), action.GetNamespace(), opts)
+		return err == nil, w, err
+	})
+	return cs
+}
+
+// leaseGets counts the Lease reads recorded by a clientset.
+func leaseGets(kube *fake.Clientset) int {
+	n := 0
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "leases" {
+			n++
+		}
+	}
+	return n
+}
+
 // OnLeadershipChange and IsLeader follow the Lease: the leader is told
 // true, a standby nothing; a graceful stop tells the leader false and the
 // next one true.
@@ -88,8 +117,10 @@ func TestLeadershipChangeHandover(t *testing.T) {
 		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
 	a := startLeadReplica(t, kube, le, "a")
 	eventually(t, "a leads", func() bool { return leaseHolder(kube, "obs") == "a" && a.c.IsLeader() })
-	b := startLeadReplica(t, kube, le, "b")
-	time.Sleep(500 * time.Millisecond) // b tries a few times (RetryPeriod 100ms)
+	bKube := replicaClient(kube)
+	b := startLeadReplica(t, bKube, le, "b")
+	// b tries a few times (RetryPeriod 100ms).
+	eventually(t, "b tried for the Lease 3 times", func() bool { return leaseGets(bKube) >= 3 })
 	if b.c.IsLeader() || len(b.seen()) != 0 {
 		t.Fatalf("standby b: IsLeader %v, calls %v", b.c.IsLeader(), b.seen())
 	}

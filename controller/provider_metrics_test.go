@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,19 @@ func (p *metricsCloud) SetMetricsForMachines(_ context.Context, l clusterv1alpha
 	return nil
 }
 
+// roundCloud is a memCloud that counts its SetMetricsForMachines calls
+// and does nothing else with them: one call a round while it has
+// Machines, after the providers whose names sort before its own.
+type roundCloud struct {
+	*memCloud
+	calls atomic.Int64
+}
+
+func (p *roundCloud) SetMetricsForMachines(context.Context, clusterv1alpha1.MachineList, *provider.Data) error {
+	p.calls.Add(1)
+	return nil
+}
+
 func (p *metricsCloud) last() ([]string, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -60,7 +74,7 @@ func TestSetMetricsForMachinesReachesControllerMetrics(t *testing.T) {
 	mc := &metricsCloud{memCloud: h.cloud, fail: 1, gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "wasmprov_guest_mem_machines", Help: "Machines of the mem provider."}, []string{"scope"})}
 	h.reg.MustRegister(mc.gauge)
-	other := newMemCloud() // its SetMetricsForMachines does nothing
+	other := &roundCloud{memCloud: newMemCloud()} // counts the rounds
 	h.ctrl.opts.Providers = NewMapSource(map[string]provider.Interface{"mem": mc, "other": other})
 	h.start()
 	provision(t, h, "b")
@@ -94,7 +108,10 @@ wasmprov_controller_set_metrics_errors_total{provider="mem"} 1
 		return len(names) == 0 && testutil.ToFloat64(mc.gauge.WithLabelValues("all")) == 0
 	})
 	_, n := mc.last()
-	time.Sleep(150 * time.Millisecond) // five intervals
+	// Five intervals: "other" ("x") is called in every round, after
+	// "mem"; the round of the empty list may not have reached it yet.
+	rounds := other.calls.Load()
+	eventually(t, "five more rounds", func() bool { return other.calls.Load() >= rounds+6 })
 	if _, after := mc.last(); after != n {
 		t.Errorf("%d more calls with no Machines, want none after the first empty one", after-n)
 	}
@@ -106,7 +123,9 @@ func TestMetricsIntervalNegativeDisables(t *testing.T) {
 	h.ctrl.opts.Providers = NewMapSource(map[string]provider.Interface{"mem": mc})
 	h.start()
 	provision(t, h, "a")
-	time.Sleep(50 * time.Millisecond)
+	// Run returns after the metrics loop did: with MetricsInterval >= 0
+	// that loop calls the providers once before it looks at the context.
+	h.stop()
 	if _, n := mc.last(); n != 0 {
 		t.Fatalf("%d SetMetricsForMachines calls with MetricsInterval < 0", n)
 	}
