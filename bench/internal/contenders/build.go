@@ -89,10 +89,14 @@ func Build(pkg string) (string, error) {
 		built[key] = out
 		return out, nil
 	}
-	args := []string{"build", "-trimpath", "-o"}
+	// Guests are built with -trimpath, reproducible wherever they are
+	// built; host binaries without, like the test binary that builds them,
+	// so that the packages they share (the runtime, wazero, wasmtime-go,
+	// gRPC) come from the build cache instead of compiling again.
+	args := []string{"build", "-o"}
 	env := os.Environ()
 	if wasm {
-		args = append(args, out, "-buildmode=c-shared")
+		args = append(args, out, "-trimpath", "-buildmode=c-shared")
 		env = append(env, "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	} else {
 		args = append(args, out)
