@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/wasmprov/wasmprov/examples/hetzner/hcloudsim"
 	"github.com/wasmprov/wasmprov/internal/testing/testguest"
@@ -187,7 +186,13 @@ func TestDistributionEndToEnd(t *testing.T) {
 		e, _ := s["lastError"].(string)
 		return strings.Contains(e, v3) && strings.Contains(e, "not signed")
 	})
-	time.Sleep(300 * time.Millisecond) // a poll or two more: v3 stays refused
+	// A poll or two more: v3 stays refused. Each poll refuses it again
+	// (reloadsFailed); the one in flight may be counted already.
+	refusals, _ := status()["reloadsFailed"].(float64)
+	waitFor("two more polls refusing v3", func(s map[string]any) bool {
+		n, _ := s["reloadsFailed"].(float64)
+		return n >= refusals+2
+	})
 	close(stop)
 	wg.Wait()
 	if s := status(); s["imageDigest"] != v2 || s["serving"] != true {
