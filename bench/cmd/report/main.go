@@ -248,6 +248,12 @@ func write(w *strings.Builder, r results, count int, benchtime, tags, load0, loa
 	}
 	fmt.Fprintln(w)
 
+	writeTargets(w, r)
+}
+
+// writeTargets writes the table of the performance targets (issue 6) with
+// what this run measured against each.
+func writeTargets(w *strings.Builder, r results) {
 	fmt.Fprintf(w, "### Targets (issue 6, wazero engine)\n\n| target | measured | verdict |\n|---|---|---|\n")
 	verdict := func(ok bool) string {
 		if ok {
