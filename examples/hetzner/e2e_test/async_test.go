@@ -35,7 +35,7 @@ func (f *fixture) deleteDone(t *testing.T, m *clusterv1alpha1.Machine) int {
 			t.Fatalf("Delete call %d: %v", calls, err)
 		}
 		expectClass(t, err, runtime.ClassTransient)
-		time.Sleep(10 * time.Millisecond)
+		f.clock.advance(10 * time.Millisecond)
 	}
 	t.Fatalf("Delete still in progress after %d calls", max)
 	return 0

@@ -69,7 +69,7 @@ func TestBadInputLeavesNothing(t *testing.T) {
 					expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
 				}
 				if c.name != "missing token secret" { // no token, no Delete
-					deleteAll(t, f.p, f.ctx, m)
+					deleteAll(t, f.p, f.ctx, f.clock, m)
 				}
 				expectEmpty(t, f.sim)
 			})
@@ -99,7 +99,7 @@ func TestBadInputLeavesNothing(t *testing.T) {
 			if g := f.sim.PlacementGroups(); len(g) != 1 || len(g[0].Servers) != 0 {
 				t.Fatalf("groups after the failed create: %+v", g)
 			}
-			deleteAll(t, f.p, f.ctx, m)
+			deleteAll(t, f.p, f.ctx, f.clock, m)
 			expectEmpty(t, f.sim)
 		})
 		t.Run("placement group at its limit", func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestBadInputLeavesNothing(t *testing.T) {
 			if len(groups) != 2 || len(groups[1].Servers) != 1 || !strings.HasPrefix(groups[1].Name, "full-") {
 				t.Fatalf("groups %+v", groups)
 			}
-			deleteAll(t, f.p, f.ctx, m)
+			deleteAll(t, f.p, f.ctx, f.clock, m)
 			if groups := f.sim.PlacementGroups(); len(groups) != 1 || groups[0].ID != full {
 				t.Fatalf("after Delete: %+v", groups)
 			}

@@ -204,7 +204,7 @@ func TestStuckInitializing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := 0; i < 3; i++ {
-			time.Sleep(100 * time.Millisecond)
+			f.clock.advance(100 * time.Millisecond)
 			inst, err := f.p.Get(f.ctx, f.fresh(m), nil)
 			if err != nil || inst.Status() != instance.StatusCreating {
 				t.Fatalf("Get: %v %v", inst, err)

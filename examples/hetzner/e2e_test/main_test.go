@@ -104,14 +104,27 @@ func getEnv(t testing.TB, dir string) *env {
 	return e
 }
 
-// fixture is one test's world: its own simulator, a provider variant and
-// helpers to build Machines pointing at the simulator.
+// fixture is one test's world: its own simulator (on its own clock), a
+// provider variant and helpers to build Machines pointing at the
+// simulator.
 type fixture struct {
 	t *testing.T
 	*env
-	sim *hcloudsim.Running
-	ctx context.Context
+	sim   *hcloudsim.Running
+	clock *simClock
+	ctx   context.Context
 }
+
+// simClock is a simulator's clock (hcloudsim.Options.Now): the real time
+// plus what the test skipped ahead with advance, so that a test lets the
+// simulator's boot, action and deletion times pass without sleeping
+// through them. It never goes back, and runs on with the real time.
+type simClock struct{ skipped atomic.Int64 }
+
+func (c *simClock) now() time.Time { return time.Now().Add(time.Duration(c.skipped.Load())) }
+
+// advance moves the simulator's time d ahead of what it would be.
+func (c *simClock) advance(d time.Duration) { c.skipped.Add(int64(d)) }
 
 func forEach(t *testing.T, opts hcloudsim.Options, fn func(t *testing.T, f *fixture)) {
 	for _, v := range variants {
@@ -126,14 +139,17 @@ func forEach(t *testing.T, opts hcloudsim.Options, fn func(t *testing.T, f *fixt
 			if opts.ActionDuration == 0 {
 				opts.ActionDuration = 100 * time.Millisecond
 			}
-			sim, err := hcloudsim.Start(opts, 0)
+			clock := &simClock{}
+			o := opts
+			o.Now = clock.now
+			sim, err := hcloudsim.Start(o, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { sim.Close() })
 			// The Machines are in hetznertest.Namespace, with their Secrets.
 			ctx := provider.WithMachineNamespace(context.Background(), hetznertest.Namespace)
-			fn(t, &fixture{t: t, env: e, sim: sim, ctx: ctx})
+			fn(t, &fixture{t: t, env: e, sim: sim, clock: clock, ctx: ctx})
 			// Every test deletes what it made: the simulator must hold no
 			// server, SSH key, placement group, firewall attachment or
 			// network member afterwards.

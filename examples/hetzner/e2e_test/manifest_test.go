@@ -153,7 +153,9 @@ func current(t *testing.T, m *clusterv1alpha1.Machine) *clusterv1alpha1.Machine 
 	return cur
 }
 
-func deleteAll(t *testing.T, p *runtime.Provider, ctx context.Context, ms ...*clusterv1alpha1.Machine) {
+// deleteAll calls Delete on each of ms until it succeeds, moving the
+// simulator's clock on between calls.
+func deleteAll(t *testing.T, p *runtime.Provider, ctx context.Context, clock *simClock, ms ...*clusterv1alpha1.Machine) {
 	t.Helper()
 	for _, m := range ms {
 		for calls := 0; ; calls++ {
@@ -165,7 +167,7 @@ func deleteAll(t *testing.T, p *runtime.Provider, ctx context.Context, ms ...*cl
 				t.Fatalf("Delete of %s still failing: %v", m.Name, err)
 			}
 			expectClass(t, err, runtime.ClassTransient)
-			time.Sleep(10 * time.Millisecond)
+			clock.advance(10 * time.Millisecond)
 		}
 	}
 }
@@ -178,7 +180,8 @@ func TestUpstreamManifests(t *testing.T) {
 			}
 			e := getEnv(t, v.dir)
 			loadSecret(t)
-			sim, err := hcloudsim.Start(hcloudsim.Options{BootDuration: 100 * time.Millisecond, ActionDuration: 50 * time.Millisecond}, 0)
+			clock := &simClock{}
+			sim, err := hcloudsim.Start(hcloudsim.Options{BootDuration: 100 * time.Millisecond, ActionDuration: 50 * time.Millisecond, Now: clock.now}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +204,7 @@ func TestUpstreamManifests(t *testing.T) {
 			}
 			_, err = p.Create(ctx, old, cluster.Data(), "#cloud-config\n")
 			expectTerminal(t, err, clusterv1alpha1.InvalidConfigurationMachineError)
-			deleteAll(t, p, ctx, old)
+			deleteAll(t, p, ctx, clock, old)
 			expectEmpty(t, sim)
 
 			// Three replicas of the current deployment and the Machine:
@@ -287,11 +290,11 @@ func TestUpstreamManifests(t *testing.T) {
 			}
 			// Deleting one Machine leaves the group to the others; the last
 			// one takes it along.
-			deleteAll(t, p, ctx, ms[0])
+			deleteAll(t, p, ctx, clock, ms[0])
 			if g := sim.PlacementGroups(); len(g) != 1 || len(g[0].Servers) != len(ms)-1 {
 				t.Fatalf("after one delete: %+v", g)
 			}
-			deleteAll(t, p, ctx, ms[1:]...)
+			deleteAll(t, p, ctx, clock, ms[1:]...)
 			expectEmpty(t, sim)
 			for _, m := range append(ms, old) {
 				if cur := current(t, m); len(cur.Finalizers) != 0 {
