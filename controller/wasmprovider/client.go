@@ -3,13 +3,15 @@ package wasmprovider
 import (
 	"context"
 	"fmt"
-	"time"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller/internal/typedclient"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 )
 
@@ -42,66 +44,46 @@ func init() {
 	metav1.AddToGroupVersion(Scheme, metav1.SchemeGroupVersion)
 }
 
-// RESTClient is a small typed client for the cluster-scoped
-// wasmprov.io/v1alpha1 WasmProviders, on client-go's rest package (there
-// is no generated clientset for them).
+// RESTClient is the WasmProvider client against a real API server:
+// client-go's generic typed client (gentype, what a generated clientset is
+// made of) for the cluster-scoped wasmprov.io/v1alpha1 WasmProviders.
 type RESTClient struct {
-	rc rest.Interface
+	c *gentype.ClientWithList[*wasmprovv1alpha1.WasmProvider, *wasmprovv1alpha1.WasmProviderList]
 }
 
 var _ Client = (*RESTClient)(nil)
 
-// NewRESTClient returns a WasmProvider client for cfg. cfg is copied; its
-// group version, API path and serializer are set for wasmprov.io/v1alpha1.
+// NewRESTClient returns a WasmProvider client for cfg (copied, not
+// changed).
 func NewRESTClient(cfg *rest.Config) (*RESTClient, error) {
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &wasmprovv1alpha1.SchemeGroupVersion
-	c.APIPath = "/apis"
-	c.NegotiatedSerializer = Codecs.WithoutConversion()
-	c.ContentType = runtime.ContentTypeJSON
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	rc, err := rest.RESTClientFor(c)
+	rc, err := typedclient.For(cfg, wasmprovv1alpha1.SchemeGroupVersion, Codecs)
 	if err != nil {
-		return nil, fmt.Errorf("wasmprovider REST client: %w", err)
+		return nil, fmt.Errorf("wasmprovider client: %w", err)
 	}
-	return &RESTClient{rc: rc}, nil
+	return &RESTClient{c: gentype.NewClientWithList[*wasmprovv1alpha1.WasmProvider, *wasmprovv1alpha1.WasmProviderList](
+		wasmprovv1alpha1.Resource, rc, parameterCodec, "", // cluster scoped
+		func() *wasmprovv1alpha1.WasmProvider { return &wasmprovv1alpha1.WasmProvider{} },
+		func() *wasmprovv1alpha1.WasmProviderList { return &wasmprovv1alpha1.WasmProviderList{} })}, nil
 }
 
 // Get returns the WasmProvider name.
 func (c *RESTClient) Get(ctx context.Context, name string) (*wasmprovv1alpha1.WasmProvider, error) {
-	out := &wasmprovv1alpha1.WasmProvider{}
-	err := c.rc.Get().Resource(wasmprovv1alpha1.Resource).Name(name).Do(ctx).Into(out)
-	return out, err
+	return c.c.Get(ctx, name, metav1.GetOptions{})
 }
 
 // List lists WasmProviders.
 func (c *RESTClient) List(ctx context.Context, opts metav1.ListOptions) (*wasmprovv1alpha1.WasmProviderList, error) {
-	out := &wasmprovv1alpha1.WasmProviderList{}
-	req := c.rc.Get().Resource(wasmprovv1alpha1.Resource).VersionedParams(&opts, parameterCodec)
-	if opts.TimeoutSeconds != nil {
-		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
-	}
-	err := req.Do(ctx).Into(out)
-	return out, err
+	return c.c.List(ctx, opts)
 }
 
 // Watch watches WasmProviders.
 func (c *RESTClient) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.Watch = true
-	req := c.rc.Get().Resource(wasmprovv1alpha1.Resource).VersionedParams(&opts, parameterCodec)
-	if opts.TimeoutSeconds != nil {
-		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
-	}
-	return req.Watch(ctx)
+	return c.c.Watch(ctx, opts)
 }
 
 // UpdateStatus replaces wp's status through the status subresource (the
 // API server ignores the spec there, and refuses a stale resourceVersion
 // with a conflict).
 func (c *RESTClient) UpdateStatus(ctx context.Context, wp *wasmprovv1alpha1.WasmProvider) (*wasmprovv1alpha1.WasmProvider, error) {
-	out := &wasmprovv1alpha1.WasmProvider{}
-	err := c.rc.Put().Resource(wasmprovv1alpha1.Resource).Name(wp.Name).SubResource("status").Body(wp).Do(ctx).Into(out)
-	return out, err
+	return c.c.UpdateStatus(ctx, wp, metav1.UpdateOptions{})
 }
