@@ -216,7 +216,7 @@ bench-smoke:
 # the main go.mod); -mod=mod lets them follow the main module's
 # dependencies without a commit to e2e/go.sum. kube-apiserver and etcd are
 # built from the Go module proxy and cached in $HOME/.cache/wasmprov/kube
-# (or $KUBE_CACHE_DIR): ~16 min cold on 2 cores, then reused.
+# (or $KUBE_CACHE_DIR): about 15 CPU-minutes cold (hack/kube-binaries.sh), then reused.
 E2E_FLAGS ?= -v
 
 ## kube-binaries: build (or reuse) kube-apiserver and etcd; prints their directory
