@@ -1,6 +1,7 @@
 package wasmprovider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -11,6 +12,7 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -293,4 +295,64 @@ func servingDigest(s *wasmprovv1alpha1.WasmProviderStatus) string {
 		return ""
 	}
 	return s.Serving.Digest
+}
+
+// finish pins the revisions, writes status and Events as the leader, and
+// turns the outcome into a result.
+func (r *Reconciler) finish(ctx context.Context, wp *wasmprovv1alpha1.WasmProvider, st *state, o outcome) (string, error) {
+	want := desiredStatus(wp, o)
+	r.pin(wp.Name, st, want.Revisions)
+	if r.opts.IsLeader() {
+		// Events after the write: a write that fails is retried with the
+		// old status still in place, and the retry records them then,
+		// once.
+		if err := r.writeStatus(ctx, wp, st, o); err != nil {
+			return resultError, err
+		}
+		r.events(wp, &want, o)
+	}
+	switch {
+	case o.conflictWith != "":
+		return resultConflict, nil
+	case o.err != nil:
+		return resultRefused, o.err
+	}
+	return resultOK, nil
+}
+
+// writeStatus writes the status o gives wp if it differs from the one
+// the API server has, re-reading the object on a conflict.
+func (r *Reconciler) writeStatus(ctx context.Context, wp *wasmprovv1alpha1.WasmProvider, st *state, o outcome) error {
+	cur := wp
+	seen := []string{wp.ResourceVersion}
+	for attempt := 0; ; attempt++ {
+		want := desiredStatus(cur, o)
+		if statusEqual(&cur.Status, &want) {
+			return nil
+		}
+		upd := cur.DeepCopy()
+		upd.Status = want
+		out, err := r.opts.Client.UpdateStatus(ctx, upd)
+		if err == nil {
+			r.metrics.statusWrites.Inc()
+			r.mu.Lock()
+			st.written = out.DeepCopy()
+			for _, rv := range seen {
+				st.stale[rv] = struct{}{}
+			}
+			r.mu.Unlock()
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= 4 {
+			return fmt.Errorf("writing the status of WasmProvider %s: %w", wp.Name, err)
+		}
+		cur, err = r.opts.Client.Get(ctx, wp.Name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("re-reading WasmProvider %s after a conflict: %w", wp.Name, err)
+		}
+		seen = append(seen, cur.ResourceVersion)
+	}
 }
