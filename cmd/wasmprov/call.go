@@ -71,54 +71,68 @@ func runCall(ctx context.Context, args []string) error {
 	local := &localData{machine: machine.DeepCopy()}
 	data := local.data(pvs)
 	ctx = provider.WithMachineNamespace(ctx, machine.Namespace)
+	result, err := callMethod(ctx, p, method, machine, data, string(ud), *newUID)
+	if err != nil {
+		return err
+	}
+	if local.updates > 0 {
+		result["machineUpdates"] = local.updates
+		result["machine"] = local.machine
+	}
+	return printYAML(stdout, result)
+}
+
+// callMethod calls method (any case) on p with the Machine of -f and
+// returns what the call gave, by the keys printed.
+func callMethod(ctx context.Context, p *runtime.Provider, method string, machine *clusterv1alpha1.Machine, data *provider.Data, userdata, newUID string) (map[string]any, error) {
 	result := map[string]any{}
 	switch strings.ToLower(method) {
 	case "adddefaults":
 		spec, err := p.AddDefaults(ctx, machine.Spec, nil)
 		if err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		result["spec"] = spec
 	case "validate":
 		if err := p.Validate(ctx, machine.Spec, nil); err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		result["valid"] = true
 	case "get":
 		inst, err := p.Get(ctx, machine, nil)
 		if err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		result["instance"] = instanceMap(inst)
 	case "getcloudconfig":
 		config, name, err := p.GetCloudConfig(ctx, machine.Spec, nil)
 		if err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		result["config"], result["name"] = config, name
 	case "create":
-		inst, err := p.Create(ctx, machine, data, string(ud))
+		inst, err := p.Create(ctx, machine, data, userdata)
 		if err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		result["instance"] = instanceMap(inst)
 	case "delete":
 		// The module's own answer (IN_PROGRESS and NOT_FOUND are errors).
 		if err := p.Delete(ctx, machine, data); err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		result["deleted"] = true
 	case "cleanup":
 		// machine-controller's current contract: done, or "call again".
 		done, err := p.Cleanup(ctx, machine, data)
 		if err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		result["done"] = done
 	case "setmetricsformachines":
 		list := clusterv1alpha1.MachineList{Items: []clusterv1alpha1.Machine{*machine}}
 		if err := p.SetMetricsForMachines(ctx, list, nil); err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		prefix := runtime.MetricNamePrefix(p.Name())
 		samples := []map[string]any{}
@@ -129,25 +143,21 @@ func runCall(ctx context.Context, args []string) error {
 	case "machinemetricslabels":
 		labels, err := p.MachineMetricsLabels(ctx, machine, nil)
 		if err != nil {
-			return callFailed(err)
+			return nil, callFailed(err)
 		}
 		result["labels"] = labels
 	case "migrateuid":
-		if *newUID == "" {
-			return errors.New("MigrateUID needs --new-uid")
+		if newUID == "" {
+			return nil, errors.New("MigrateUID needs --new-uid")
 		}
-		if err := p.MigrateUID(ctx, machine, types.UID(*newUID), nil); err != nil {
-			return callFailed(err)
+		if err := p.MigrateUID(ctx, machine, types.UID(newUID), nil); err != nil {
+			return nil, callFailed(err)
 		}
 		result["migrated"] = true
 	default:
-		return fmt.Errorf("unknown method %q; want one of %s", method, strings.Join(methodNames(), ", "))
+		return nil, fmt.Errorf("unknown method %q; want one of %s", method, strings.Join(methodNames(), ", "))
 	}
-	if local.updates > 0 {
-		result["machineUpdates"] = local.updates
-		result["machine"] = local.machine
-	}
-	return printYAML(stdout, result)
+	return result, nil
 }
 
 func methodNames() []string {

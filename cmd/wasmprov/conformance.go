@@ -75,34 +75,17 @@ Checks:
 	if err := conformance.CheckSelection(checks); err != nil {
 		return err
 	}
-	if *specArg == "" {
-		return errors.New("--spec is required: the providerSpec.value of a Machine the provider accepts")
+	spec, err := readSpecFlag(*specArg)
+	if err != nil {
+		return err
 	}
-	spec := []byte(*specArg)
-	if !strings.HasPrefix(strings.TrimSpace(*specArg), "{") {
-		b, err := os.ReadFile(*specArg)
-		if err != nil {
-			return fmt.Errorf("--spec: %w", err)
-		}
-		spec = b
+	ignore, err := parseIgnoreFlags(ignores)
+	if err != nil {
+		return err
 	}
-	var ignore []cassette.Ignore
-	for _, s := range ignores {
-		f := strings.Fields(s)
-		if len(f) != 3 {
-			return fmt.Errorf("--ignore %q: want 'METHOD PATH-SUFFIX field,field'", s)
-		}
-		ignore = append(ignore, cassette.Ignore{Method: f[0], Path: f[1], Fields: strings.Split(f[2], ",")})
-	}
-	var policy runtime.Policy
-	if *policyFile != "" {
-		b, err := os.ReadFile(*policyFile)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(b, &policy); err != nil {
-			return fmt.Errorf("--policy: %w", err)
-		}
+	policy, err := readPolicyFlag(*policyFile)
+	if err != nil {
+		return err
 	}
 	policy.AllowedHosts = append(policy.AllowedHosts, hosts...)
 	logger := slog.New(slog.DiscardHandler)
@@ -137,38 +120,94 @@ Checks:
 	if err != nil {
 		return err
 	}
-	write := func(path string, f func(io.Writer) error) error {
-		if path == "" {
-			return nil
-		}
-		if path == "-" {
-			return f(stdout)
-		}
-		out, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if err := f(out); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	}
-	if *jsonOut != "-" {
-		if err := rep.WriteText(stdout); err != nil {
-			return err
-		}
-	}
-	if err := write(*junit, rep.WriteJUnit); err != nil {
-		return err
-	}
-	if err := write(*jsonOut, rep.WriteJSON); err != nil {
+	if err := writeReports(rep, *junit, *jsonOut); err != nil {
 		return err
 	}
 	if !rep.Passed() {
 		return fmt.Errorf("%d check(s) failed: %s", len(rep.Failed()), strings.Join(rep.Failed(), ", "))
 	}
 	return nil
+}
+
+// readSpecFlag is --spec's providerSpec.value: inline JSON, or the
+// content of the file it names.
+func readSpecFlag(specArg string) ([]byte, error) {
+	if specArg == "" {
+		return nil, errors.New("--spec is required: the providerSpec.value of a Machine the provider accepts")
+	}
+	spec := []byte(specArg)
+	if !strings.HasPrefix(strings.TrimSpace(specArg), "{") {
+		b, err := os.ReadFile(specArg)
+		if err != nil {
+			return nil, fmt.Errorf("--spec: %w", err)
+		}
+		spec = b
+	}
+	return spec, nil
+}
+
+// parseIgnoreFlags parses the --ignore flags ('METHOD PATH-SUFFIX
+// field,field').
+func parseIgnoreFlags(ignores []string) ([]cassette.Ignore, error) {
+	var ignore []cassette.Ignore
+	for _, s := range ignores {
+		f := strings.Fields(s)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("--ignore %q: want 'METHOD PATH-SUFFIX field,field'", s)
+		}
+		ignore = append(ignore, cassette.Ignore{Method: f[0], Path: f[1], Fields: strings.Split(f[2], ",")})
+	}
+	return ignore, nil
+}
+
+// readPolicyFlag reads --policy's JSON policy file (none: the zero
+// Policy).
+func readPolicyFlag(policyFile string) (runtime.Policy, error) {
+	var policy runtime.Policy
+	if policyFile != "" {
+		b, err := os.ReadFile(policyFile)
+		if err != nil {
+			return policy, err
+		}
+		if err := json.Unmarshal(b, &policy); err != nil {
+			return policy, fmt.Errorf("--policy: %w", err)
+		}
+	}
+	return policy, nil
+}
+
+// writeReports writes rep as text to stdout (unless --json is "-") and
+// as JUnit and JSON where --junit and --json say.
+func writeReports(rep *conformance.Report, junit, jsonOut string) error {
+	if jsonOut != "-" {
+		if err := rep.WriteText(stdout); err != nil {
+			return err
+		}
+	}
+	if err := writeReport(junit, rep.WriteJUnit); err != nil {
+		return err
+	}
+	return writeReport(jsonOut, rep.WriteJSON)
+}
+
+// writeReport writes a report with f to path: nothing if path is "",
+// stdout if it is "-".
+func writeReport(path string, f func(io.Writer) error) error {
+	if path == "" {
+		return nil
+	}
+	if path == "-" {
+		return f(stdout)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // setConformanceKube gives the run the client that --kubeconfig,

@@ -106,17 +106,7 @@ func runController(ctx context.Context, args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: f.level}))
 
-	cfg, err := kubeConfig(*f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = float32(*f.qps), *f.burst
-	cfg.UserAgent = "wasmprov-controller"
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	machines, err := controller.NewRESTMachineClient(cfg)
+	cfg, kube, machines, err := controllerClients(f)
 	if err != nil {
 		return err
 	}
@@ -125,12 +115,7 @@ func runController(ctx context.Context, args []string) error {
 	// finish first, then everything is closed.
 	bg := context.WithoutCancel(ctx)
 	calls := metrics.New() // provider calls, errors by class, pools, reloads
-	rtOpts := []runtime.Option{engineOption(), runtime.WithLogger(logger), runtime.WithKubernetesClient(kube),
-		runtime.WithCallObserver(calls.ObserveCall)}
-	if *f.cacheDir != "" {
-		rtOpts = append(rtOpts, runtime.WithCompilationCacheDir(*f.cacheDir))
-	}
-	rt, err := runtime.New(rtOpts...)
+	rt, err := controllerRuntime(f, kube, calls, logger)
 	if err != nil {
 		return err
 	}
@@ -162,17 +147,8 @@ func runController(ctx context.Context, args []string) error {
 	})}, imageOpts...)...)
 	calls.SetRegistry(reg)
 	defer reg.Close(bg)
-	if *f.providersDir != "" {
-		if err := reg.LoadDir(ctx, *f.providersDir); err != nil {
-			// One bad module does not stop the others; the watch retries it.
-			logger.Error("loading providers", "dir", *f.providersDir, "err", err)
-		}
-		logger.Info("providers loaded", "dir", *f.providersDir, "names", reg.Names())
-		if *f.watch {
-			if err := reg.Watch(bg); err != nil {
-				return err
-			}
-		}
+	if err := loadProvidersDir(ctx, bg, f, reg, logger); err != nil {
+		return err
 	}
 	recorder, stopEvents, err := eventRecorder(bg, kube)
 	if err != nil {
@@ -212,24 +188,9 @@ func runController(ctx context.Context, args []string) error {
 		}
 		le.OnLeadershipChange = func(bool) { r.LeadershipChanged() }
 		ready.set(r.HasSynced)
-		// The reconciler starts before the Machine controller (and before
-		// leader election) and stops after it: Machines find their
-		// providers loaded, and no Machine reconcile runs on a registry
-		// the reconciler has stopped maintaining. A reconciler that fails
-		// stops the controller: the process must not serve Machines with
-		// providers nobody keeps in line with their WasmProviders.
-		var cancelRun context.CancelCauseFunc
-		runCtx, cancelRun = context.WithCancelCause(ctx)
-		recCtx, stopRec := context.WithCancel(bg)
-		recDone := make(chan struct{})
-		go func() {
-			defer close(recDone)
-			if err := r.Run(recCtx); err != nil && recCtx.Err() == nil {
-				cancelRun(fmt.Errorf("wasmprovider reconciler: %w", err))
-			}
-		}()
-		defer func() { stopRec(); <-recDone }()
-		defer cancelRun(nil)
+		var stop func()
+		runCtx, stop = startReconciler(ctx, bg, r)
+		defer stop()
 	}
 
 	if !*f.leaderElect {
@@ -241,6 +202,83 @@ func runController(ctx context.Context, args []string) error {
 		err = context.Cause(runCtx) // the reconciler failed
 	}
 	return err
+}
+
+// controllerClients connects to the API server -kubeconfig names: the
+// config (for more clients), the Kubernetes client and the Machine client.
+func controllerClients(f *controllerFlags) (*rest.Config, *kubernetes.Clientset, *controller.RESTMachineClient, error) {
+	cfg, err := kubeConfig(*f.kubeconfig)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg.QPS, cfg.Burst = float32(*f.qps), *f.burst
+	cfg.UserAgent = "wasmprov-controller"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	machines, err := controller.NewRESTMachineClient(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, kube, machines, nil
+}
+
+// controllerRuntime is the runtime the providers run in: its calls
+// observed by calls, their Machines' references resolved through kube.
+func controllerRuntime(f *controllerFlags, kube kubernetes.Interface, calls *metrics.Collector, logger *slog.Logger) (*runtime.Runtime, error) {
+	rtOpts := []runtime.Option{engineOption(), runtime.WithLogger(logger), runtime.WithKubernetesClient(kube),
+		runtime.WithCallObserver(calls.ObserveCall)}
+	if *f.cacheDir != "" {
+		rtOpts = append(rtOpts, runtime.WithCompilationCacheDir(*f.cacheDir))
+	}
+	return runtime.New(rtOpts...)
+}
+
+// loadProvidersDir loads the modules of -providers into reg and, with
+// -watch, watches the directory for changes; nothing without -providers.
+func loadProvidersDir(ctx, bg context.Context, f *controllerFlags, reg *registry.Registry, logger *slog.Logger) error {
+	if *f.providersDir == "" {
+		return nil
+	}
+	if err := reg.LoadDir(ctx, *f.providersDir); err != nil {
+		// One bad module does not stop the others; the watch retries it.
+		logger.Error("loading providers", "dir", *f.providersDir, "err", err)
+	}
+	logger.Info("providers loaded", "dir", *f.providersDir, "names", reg.Names())
+	if *f.watch {
+		if err := reg.Watch(bg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startReconciler runs the WasmProvider reconciler r until bg ends or
+// the returned stop is called, and returns the context the Machine
+// controller runs in: ctx, cancelled with the cause if r fails.
+//
+// The reconciler starts before the Machine controller (and before
+// leader election) and stops after it: Machines find their providers
+// loaded, and no Machine reconcile runs on a registry the reconciler has
+// stopped maintaining. A reconciler that fails stops the controller: the
+// process must not serve Machines with providers nobody keeps in line
+// with their WasmProviders.
+func startReconciler(ctx, bg context.Context, r *wasmprovider.Reconciler) (context.Context, func()) {
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	recCtx, stopRec := context.WithCancel(bg)
+	recDone := make(chan struct{})
+	go func() {
+		defer close(recDone)
+		if err := r.Run(recCtx); err != nil && recCtx.Err() == nil {
+			cancelRun(fmt.Errorf("wasmprovider reconciler: %w", err))
+		}
+	}()
+	return runCtx, func() {
+		cancelRun(nil)
+		stopRec()
+		<-recDone
+	}
 }
 
 // readiness is what /readyz reports: ready until set, then what the
