@@ -37,7 +37,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -163,104 +162,24 @@ type env struct {
 // Report whose Passed is false.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
-	if cfg.Profile == "" {
-		cfg.Profile = ProfileStateful
-	}
-	if cfg.Profile != ProfileStateful && cfg.Profile != ProfileStateless {
-		return nil, fmt.Errorf("unknown profile %q (want %q or %q)", cfg.Profile, ProfileStateful, ProfileStateless)
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = 1
-	}
-	if cfg.FuzzMachines <= 0 {
-		cfg.FuzzMachines = 24
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 4
-	}
-	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = 30 * time.Second
-	}
-	wasm := cfg.Wasm
-	if cfg.Module != "" {
-		b, err := os.ReadFile(cfg.Module)
-		if err != nil {
-			return nil, err
-		}
-		wasm = b
-		if cfg.Name == "" {
-			cfg.Name = strings.TrimSuffix(filepath.Base(cfg.Module), ".wasm")
-		}
-	}
-	if len(wasm) == 0 {
-		return nil, fmt.Errorf("no module: set Config.Module or Config.Wasm")
-	}
-	if cfg.Name == "" {
-		cfg.Name = "provider"
-	}
-	if len(cfg.ProviderSpec) == 0 {
-		return nil, fmt.Errorf("no provider spec: set Config.ProviderSpec to the providerSpec.value of a Machine the provider accepts")
-	}
-	if err := CheckSelection(cfg.Checks); err != nil {
+	cfg, wasm, err := prepare(cfg)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.Record && (cfg.Cassette == "" || cfg.CloudURL == "") {
-		return nil, fmt.Errorf("recording needs both a cassette file and a cloud URL")
-	}
-
 	e := &env{cfg: cfg, wasm: wasm, denied: &deniedLog{}, stateful: cfg.Profile == ProfileStateful}
 	rep := &Report{Provider: cfg.Name, Profile: cfg.Profile}
 
-	// Where the cloud is, and how requests get there.
-	cloudURL := ""
-	var transport http.RoundTripper // nil: the policy's own
-	var recorder *cassette.Recorder
-	switch {
-	case cfg.Cassette != "" && cfg.Record:
-		target, err := url.Parse(cfg.CloudURL)
-		if err != nil {
-			return nil, fmt.Errorf("cloud URL: %w", err)
-		}
-		canonical, _ := url.Parse(CanonicalCloudURL)
-		recorder = &cassette.Recorder{Target: target, Canonical: canonical, Redact: cfg.Redact}
-		transport = recorder // forwards to the simulator URL the caller named
-		cloudURL = CanonicalCloudURL
-		rep.Cloud = "recording " + cfg.CloudURL + " into " + cfg.Cassette
-	case cfg.Cassette != "":
-		c, err := cassette.Load(cfg.Cassette)
-		if err != nil {
-			return nil, err
-		}
-		e.replay = cassette.NewReplayer(c, cfg.Redact, cfg.Ignore...)
-		transport = e.replay // answers from the cassette, dials nothing
-		cloudURL = CanonicalCloudURL
-		rep.Cloud = "replaying " + cfg.Cassette
-	case cfg.CloudURL != "":
-		cloudURL = cfg.CloudURL
-		rep.Cloud = cfg.CloudURL
-	default:
-		rep.Cloud = "none"
+	cloudURL, transport, recorder, err := e.cloud(rep)
+	if err != nil {
+		return nil, err
 	}
 	e.spec = json.RawMessage(strings.ReplaceAll(string(cfg.ProviderSpec), "${CLOUD_URL}", cloudURL))
 	if !json.Valid(e.spec) {
 		return nil, fmt.Errorf("provider spec is not valid JSON (after substituting ${CLOUD_URL}): %s", e.spec)
 	}
-	policy := cfg.Policy
-	if cloudURL != "" {
-		u, err := url.Parse(cloudURL)
-		if err != nil {
-			return nil, fmt.Errorf("cloud URL: %w", err)
-		}
-		policy.AllowedHosts = append(slices.Clone(policy.AllowedHosts), u.Host)
-		if u.Scheme == "http" {
-			policy.AllowInsecureHTTP = true
-		}
-	}
-	if policy.PoolSize < cfg.Concurrency {
-		policy.PoolSize = cfg.Concurrency
-	}
-	if policy.CallTimeout == 0 {
-		policy.CallTimeout = runtime.Duration(cfg.CallTimeout)
+	policy, err := runPolicy(cfg, cloudURL)
+	if err != nil {
+		return nil, err
 	}
 
 	logger := cfg.Logger
@@ -294,24 +213,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		e.applyDefaults(ctx)
 	}
 
-	var deferred []int
-	results := make([]Result, len(Checks))
-	for i, c := range Checks {
-		results[i] = Result{ID: c.ID, Title: c.Title, Level: c.Level}
-		if !selected(cfg.Checks, c.ID) {
-			results[i].Status, results[i].Message = Skip, "not selected"
-			continue
-		}
-		if c.last {
-			deferred = append(deferred, i)
-			continue
-		}
-		results[i] = e.run(ctx, c)
-	}
-	for _, i := range deferred {
-		results[i] = e.run(ctx, Checks[i])
-	}
-	rep.Results = results
+	rep.Results = e.runChecks(ctx)
 	if recorder != nil {
 		if err := recorder.Save(cfg.Cassette); err != nil {
 			return rep, fmt.Errorf("saving cassette: %w", err)
@@ -321,70 +223,115 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// skipError skips a check with a reason.
-type skipError struct{ reason string }
-
-func (s skipError) Error() string { return s.reason }
-
-// failure fails a check with an explanation of what machine-controller
-// would do wrong.
-type failure struct {
-	msg string
+// prepare applies cfg's defaults, checks it and returns it with the
+// module's bytes.
+func prepare(cfg Config) (Config, []byte, error) {
+	if cfg.Profile == "" {
+		cfg.Profile = ProfileStateful
+	}
+	if cfg.Profile != ProfileStateful && cfg.Profile != ProfileStateless {
+		return cfg, nil, fmt.Errorf("unknown profile %q (want %q or %q)", cfg.Profile, ProfileStateful, ProfileStateless)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.FuzzMachines <= 0 {
+		cfg.FuzzMachines = 24
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	wasm := cfg.Wasm
+	if cfg.Module != "" {
+		b, err := os.ReadFile(cfg.Module)
+		if err != nil {
+			return cfg, nil, err
+		}
+		wasm = b
+		if cfg.Name == "" {
+			cfg.Name = strings.TrimSuffix(filepath.Base(cfg.Module), ".wasm")
+		}
+	}
+	if len(wasm) == 0 {
+		return cfg, nil, fmt.Errorf("no module: set Config.Module or Config.Wasm")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "provider"
+	}
+	if len(cfg.ProviderSpec) == 0 {
+		return cfg, nil, fmt.Errorf("no provider spec: set Config.ProviderSpec to the providerSpec.value of a Machine the provider accepts")
+	}
+	if err := CheckSelection(cfg.Checks); err != nil {
+		return cfg, nil, err
+	}
+	if cfg.Record && (cfg.Cassette == "" || cfg.CloudURL == "") {
+		return cfg, nil, fmt.Errorf("recording needs both a cassette file and a cloud URL")
+	}
+	return cfg, wasm, nil
 }
 
-func (f *failure) Error() string { return f.msg }
-
-func failf(format string, args ...any) error { return &failure{fmt.Sprintf(format, args...)} }
-
-// run runs one check and turns its outcome into a Result.
-func (e *env) run(ctx context.Context, c Check) (res Result) {
-	res = Result{ID: c.ID, Title: c.Title, Level: c.Level}
-	start := time.Now()
-	defer func() { res.Duration = time.Since(start) }()
-	if c.ID != "abi.module" && e.loadErr != nil {
-		res.Status, res.Message = Skip, "the module did not load (see abi.module)"
-		return res
-	}
-	if c.Stateful && !e.stateful {
-		res.Status, res.Message = Skip, "needs a provider that keeps state; the profile is stateless"
-		return res
-	}
-	ctx = cassette.WithScope(ctx, c.ID)
-	t := &T{env: e, ctx: ctx, id: c.ID, store: newMachineStore()}
-	err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("conformance suite bug: panic in check %s: %v", c.ID, r)
-			}
-		}()
-		return c.run(t)
-	}()
-	t.cleanup()
-	if n, conflicts := t.store.stats(); n > 0 {
-		t.notef("the provider updated its Machines with machine_update %d× (%d× after a conflict, re-applied to the fresh Machine); each later call received the updated Machine", n, conflicts)
-	}
-	if e.replay != nil {
-		if rerr := e.replay.Check(c.ID); rerr != nil {
-			saw := "the check passed otherwise"
-			if err != nil {
-				saw = "the check saw: " + strings.SplitN(err.Error(), "\n", 2)[0]
-			}
-			err = failf("the provider's HTTP traffic differs from the cassette (re-record it if the change is intended); %s\n%v", saw, rerr)
+// cloud says where the cloud is and how requests get there: the URL
+// ${CLOUD_URL} stands for ("" without a cloud), the transport the
+// provider's requests take (nil: the policy's own) and, when recording,
+// the recorder to save. It sets rep.Cloud, and e.replay on a replay.
+func (e *env) cloud(rep *Report) (string, http.RoundTripper, *cassette.Recorder, error) {
+	cfg := e.cfg
+	cloudURL := ""
+	var transport http.RoundTripper // nil: the policy's own
+	var recorder *cassette.Recorder
+	switch {
+	case cfg.Cassette != "" && cfg.Record:
+		target, err := url.Parse(cfg.CloudURL)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("cloud URL: %w", err)
 		}
-	}
-	res.Notes = t.notes
-	switch err := err.(type) {
-	case nil:
-		res.Status = Pass
-	case skipError:
-		res.Status, res.Message = Skip, err.reason
+		canonical, _ := url.Parse(CanonicalCloudURL)
+		recorder = &cassette.Recorder{Target: target, Canonical: canonical, Redact: cfg.Redact}
+		transport = recorder // forwards to the simulator URL the caller named
+		cloudURL = CanonicalCloudURL
+		rep.Cloud = "recording " + cfg.CloudURL + " into " + cfg.Cassette
+	case cfg.Cassette != "":
+		c, err := cassette.Load(cfg.Cassette)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		e.replay = cassette.NewReplayer(c, cfg.Redact, cfg.Ignore...)
+		transport = e.replay // answers from the cassette, dials nothing
+		cloudURL = CanonicalCloudURL
+		rep.Cloud = "replaying " + cfg.Cassette
+	case cfg.CloudURL != "":
+		cloudURL = cfg.CloudURL
+		rep.Cloud = cfg.CloudURL
 	default:
-		res.Status, res.Message, res.Why = Fail, err.Error(), c.Why
-		if c.Level == Should {
-			res.Status = Warn
+		rep.Cloud = "none"
+	}
+	return cloudURL, transport, recorder, nil
+}
+
+// runPolicy is cfg.Policy with the cloud's host allowed and the pool and
+// call timeout the run needs.
+func runPolicy(cfg Config, cloudURL string) (runtime.Policy, error) {
+	policy := cfg.Policy
+	if cloudURL != "" {
+		u, err := url.Parse(cloudURL)
+		if err != nil {
+			return runtime.Policy{}, fmt.Errorf("cloud URL: %w", err)
+		}
+		policy.AllowedHosts = append(slices.Clone(policy.AllowedHosts), u.Host)
+		if u.Scheme == "http" {
+			policy.AllowInsecureHTTP = true
 		}
 	}
-	return res
+	if policy.PoolSize < cfg.Concurrency {
+		policy.PoolSize = cfg.Concurrency
+	}
+	if policy.CallTimeout == 0 {
+		policy.CallTimeout = runtime.Duration(cfg.CallTimeout)
+	}
+	return policy, nil
 }
 
 // applyDefaults computes e.defaulted. If AddDefaults fails, the configured
@@ -397,42 +344,4 @@ func (e *env) applyDefaults(ctx context.Context) {
 	if d, err := e.p.AddDefaults(ctx, m.Spec, nil); err == nil && d.ProviderSpec.Value != nil && json.Valid(d.ProviderSpec.Value.Raw) {
 		e.defaulted = d.ProviderSpec.Value.Raw
 	}
-}
-
-// T is the handle a check works with.
-type T struct {
-	env   *env
-	ctx   context.Context
-	id    string
-	notes []string
-	// store holds the check's Machines (see machineStore).
-	store    *machineStore
-	mu       sync.Mutex
-	cleanups []func()
-}
-
-func (t *T) notef(format string, args ...any) {
-	t.mu.Lock()
-	t.notes = append(t.notes, fmt.Sprintf(format, args...))
-	t.mu.Unlock()
-}
-
-func (t *T) defer_(f func()) {
-	t.mu.Lock()
-	t.cleanups = append(t.cleanups, f)
-	t.mu.Unlock()
-}
-
-func (t *T) cleanup() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
-
-// call returns a context for one provider call. Calls that get a spec
-// without its Machine (AddDefaults, Validate, GetCloudConfig) are made for
-// a Machine of machineNamespace, as a controller validating a Machine it
-// read passes its namespace: config_var may read Secrets there.
-func (t *T) call() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(provider.WithMachineNamespace(t.ctx, machineNamespace), t.env.cfg.CallTimeout)
 }
