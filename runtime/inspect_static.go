@@ -86,18 +86,9 @@ func (m hideReservedImports) ImportedFunctions() []engine.Import {
 // of the ABI's scalar exports. It decodes; it does not validate: an error
 // means the bytes do not decode, nothing else.
 func readStatic(wasm []byte) (*staticModule, error) {
-	m := &staticModule{funcs: map[string]signature{}, consts: map[string]uint64{}}
-	var (
-		types    []signature
-		funcType []uint32 // type index of each function, imports first
-		imported int
-		exports  = map[uint32][]string{} // defined function index -> the scalar exports naming it
-	)
-	sigOf := func(typeIdx uint32) (signature, error) {
-		if int(typeIdx) >= len(types) {
-			return signature{}, fmt.Errorf("type index %d out of range", typeIdx)
-		}
-		return types[typeIdx], nil
+	sr := &staticReader{
+		m:       &staticModule{funcs: map[string]signature{}, consts: map[string]uint64{}},
+		exports: map[uint32][]string{},
 	}
 	it, err := wasmbin.NewSections(wasm)
 	if err != nil {
@@ -115,97 +106,149 @@ func readStatic(wasm []byte) (*staticModule, error) {
 		r := s.Reader()
 		switch s.ID {
 		case wasmbin.SectionIDType:
-			n, err := r.VecCount(3)
-			if err != nil {
-				return nil, err
-			}
-			for ; n > 0; n-- {
-				sig, err := readFuncType(&r)
-				if err != nil {
-					return nil, err
-				}
-				types = append(types, sig)
-			}
+			err = sr.types(&r)
 		case wasmbin.SectionIDImport:
-			n, err := r.VecCount(4)
-			if err != nil {
-				return nil, err
-			}
-			for ; n > 0; n-- {
-				im, err := r.ReadImport()
-				if err != nil {
-					return nil, err
-				}
-				if im.Kind != wasmbin.ExternFunc {
-					continue
-				}
-				sig, err := sigOf(im.Index)
-				if err != nil {
-					return nil, err
-				}
-				m.imports = append(m.imports, engine.Import{Module: string(im.Module), Name: string(im.Name), Signature: sig})
-				funcType = append(funcType, im.Index)
-				imported++
-			}
+			err = sr.imports(&r)
 		case wasmbin.SectionIDFunction:
-			n, err := r.VecCount(1)
-			if err != nil {
-				return nil, err
-			}
-			for ; n > 0; n-- {
-				t, err := r.U32()
-				if err != nil {
-					return nil, err
-				}
-				funcType = append(funcType, t)
-			}
+			err = sr.functions(&r)
 		case wasmbin.SectionIDExport:
-			n, err := r.VecCount(2)
-			if err != nil {
-				return nil, err
-			}
-			for ; n > 0; n-- {
-				ex, err := r.ReadExport()
-				if err != nil {
-					return nil, err
-				}
-				name := string(ex.Name)
-				switch ex.Kind {
-				case wasmbin.ExternFunc:
-					if int(ex.Index) >= len(funcType) {
-						return nil, fmt.Errorf("export %q: function index %d out of range", name, ex.Index)
-					}
-					if m.funcs[name], err = sigOf(funcType[ex.Index]); err != nil {
-						return nil, err
-					}
-					if (name == abi.ExportABIVersion || name == abi.ExportCapabilities) && int(ex.Index) >= imported {
-						exports[ex.Index-uint32(imported)] = append(exports[ex.Index-uint32(imported)], name)
-					}
-				case wasmbin.ExternMemory:
-					m.memories = append(m.memories, name)
-				default:
-					m.others = append(m.others, name)
-				}
-			}
+			err = sr.exportSection(&r)
 		case wasmbin.SectionIDCode:
-			n, err := r.VecCount(2)
-			if err != nil {
-				return nil, err
+			err = sr.code(&r)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sr.m, nil
+}
+
+// staticReader is readStatic's state between the sections it reads.
+type staticReader struct {
+	m        *staticModule
+	sigs     []signature
+	funcType []uint32 // type index of each function, imports first
+	imported int
+	exports  map[uint32][]string // defined function index -> the scalar exports naming it
+}
+
+func (sr *staticReader) sigOf(typeIdx uint32) (signature, error) {
+	if int(typeIdx) >= len(sr.sigs) {
+		return signature{}, fmt.Errorf("type index %d out of range", typeIdx)
+	}
+	return sr.sigs[typeIdx], nil
+}
+
+// types reads the type section.
+func (sr *staticReader) types(r *wasmbin.Reader) error {
+	n, err := r.VecCount(3)
+	if err != nil {
+		return err
+	}
+	for ; n > 0; n-- {
+		sig, err := readFuncType(r)
+		if err != nil {
+			return err
+		}
+		sr.sigs = append(sr.sigs, sig)
+	}
+	return nil
+}
+
+// imports reads the import section's functions.
+func (sr *staticReader) imports(r *wasmbin.Reader) error {
+	n, err := r.VecCount(4)
+	if err != nil {
+		return err
+	}
+	for ; n > 0; n-- {
+		im, err := r.ReadImport()
+		if err != nil {
+			return err
+		}
+		if im.Kind != wasmbin.ExternFunc {
+			continue
+		}
+		sig, err := sr.sigOf(im.Index)
+		if err != nil {
+			return err
+		}
+		sr.m.imports = append(sr.m.imports, engine.Import{Module: string(im.Module), Name: string(im.Name), Signature: sig})
+		sr.funcType = append(sr.funcType, im.Index)
+		sr.imported++
+	}
+	return nil
+}
+
+// functions reads the function section: the defined functions' types.
+func (sr *staticReader) functions(r *wasmbin.Reader) error {
+	n, err := r.VecCount(1)
+	if err != nil {
+		return err
+	}
+	for ; n > 0; n-- {
+		t, err := r.U32()
+		if err != nil {
+			return err
+		}
+		sr.funcType = append(sr.funcType, t)
+	}
+	return nil
+}
+
+// exportSection reads the export section, noting the defined functions
+// the ABI's scalar exports name.
+func (sr *staticReader) exportSection(r *wasmbin.Reader) error {
+	m := sr.m
+	n, err := r.VecCount(2)
+	if err != nil {
+		return err
+	}
+	for ; n > 0; n-- {
+		ex, err := r.ReadExport()
+		if err != nil {
+			return err
+		}
+		name := string(ex.Name)
+		switch ex.Kind {
+		case wasmbin.ExternFunc:
+			if int(ex.Index) >= len(sr.funcType) {
+				return fmt.Errorf("export %q: function index %d out of range", name, ex.Index)
 			}
-			for i := uint32(0); i < n; i++ {
-				c, err := r.ReadCode()
-				if err != nil {
-					return nil, err
-				}
-				for _, name := range exports[i] {
-					if v, ok := constantBody(&c); ok {
-						m.consts[name] = v
-					}
-				}
+			if m.funcs[name], err = sr.sigOf(sr.funcType[ex.Index]); err != nil {
+				return err
+			}
+			if (name == abi.ExportABIVersion || name == abi.ExportCapabilities) && int(ex.Index) >= sr.imported {
+				sr.exports[ex.Index-uint32(sr.imported)] = append(sr.exports[ex.Index-uint32(sr.imported)], name)
+			}
+		case wasmbin.ExternMemory:
+			m.memories = append(m.memories, name)
+		default:
+			m.others = append(m.others, name)
+		}
+	}
+	return nil
+}
+
+// code reads the code section: the value of each scalar export whose
+// body is one constant.
+func (sr *staticReader) code(r *wasmbin.Reader) error {
+	n, err := r.VecCount(2)
+	if err != nil {
+		return err
+	}
+	for i := uint32(0); i < n; i++ {
+		c, err := r.ReadCode()
+		if err != nil {
+			return err
+		}
+		for _, name := range sr.exports[i] {
+			if v, ok := constantBody(&c); ok {
+				sr.m.consts[name] = v
 			}
 		}
 	}
-	return m, nil
+	return nil
 }
 
 func readFuncType(r *wasmbin.Reader) (signature, error) {
