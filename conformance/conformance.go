@@ -44,8 +44,6 @@ import (
 	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/provider"
 	"github.com/wasmprov/wasmprov/runtime"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // Profile says what a provider can be expected to do.
@@ -128,7 +126,7 @@ type Config struct {
 	// ConfigMaps through (runtime.WithKubernetesClient), for a provider
 	// spec with secretKeyRef or configMapKeyRef. Only what the Machine
 	// references is read. Nil: such references fail with FAILED.
-	Kube kubernetes.Interface
+	Kube runtime.KubernetesClient
 	// HostFunctions are the embedder's custom host functions
 	// (runtime.WithHostFunctions) a provider importing them runs with;
 	// Policy.Capabilities must grant theirs. Without them such a

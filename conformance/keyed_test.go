@@ -7,10 +7,10 @@ import (
 
 	"github.com/wasmprov/wasmprov/conformance"
 	"github.com/wasmprov/wasmprov/conformance/testdata/refcloud/ref"
+	"github.com/wasmprov/wasmprov/internal/testing/kubefake"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // keyedSpec keeps the token in a Secret, as upstream manifests do.
@@ -18,8 +18,8 @@ const keyedSpec = `{"cloudProvider":"minicloud","operatingSystem":"ubuntu",
  "cloudProviderSpec":{"endpoint":"${CLOUD_URL}",
   "token":{"secretKeyRef":{"namespace":"kube-system","name":"minicloud","key":"token"}}}}`
 
-func tokenSecret() *fake.Clientset {
-	return fake.NewClientset(&corev1.Secret{
+func tokenSecret() *kubefake.Clientset {
+	return kubefake.New(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "minicloud"},
 		Data:       map[string][]byte{"token": []byte(refToken)},
 	})

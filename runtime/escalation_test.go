@@ -9,12 +9,12 @@ import (
 	"github.com/wasmprov/wasmprov/provider"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/testing/kubefake"
 	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // A guest must not choose which Secrets it reads (red-team findings 1 and
@@ -23,7 +23,7 @@ import (
 // machine_update merge patch, and reads it with config_var.
 func TestGuestCannotChooseItsSecrets(t *testing.T) {
 	ctx := context.Background()
-	kube := fake.NewClientset(
+	kube := kubefake.New(
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "admin-token"},
 			Data: map[string][]byte{"token": []byte("cluster-admin-token")}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cloud"},

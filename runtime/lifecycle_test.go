@@ -18,15 +18,15 @@ import (
 	"github.com/wasmprov/wasmprov/cloud/instance"
 	"github.com/wasmprov/wasmprov/examples/fake/fakeprovider"
 	"github.com/wasmprov/wasmprov/examples/hostcalls/hostcallsprovider"
+	"github.com/wasmprov/wasmprov/internal/testing/kubefake"
 	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/native"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // The tests in this file run every method of the example providers twice:
@@ -35,11 +35,11 @@ import (
 // the same transcript, and the transcript must say what the provider is
 // supposed to do.
 
-// kubeFixture is a client-go fake clientset with the Secret the hostcalls
-// provider's spec references and PersistentVolumes served by an
-// informer-backed lister, as machine-controller wires them.
+// kubeFixture is a fake clientset with the Secret the hostcalls provider's
+// spec references, and PersistentVolumes served by a lister over an
+// informer's kind of store, as machine-controller wires them.
 type kubeFixture struct {
-	client   *fake.Clientset
+	client   *kubefake.Clientset
 	pvLister listerscorev1.PersistentVolumeLister
 }
 
@@ -53,18 +53,15 @@ func newKubeFixture(t testing.TB) *kubeFixture {
 			}},
 		}
 	}
-	client := fake.NewClientset(
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "hostcalls"},
-			Data: map[string][]byte{"token": []byte("s3cret")}},
-		pv("pv-a", "worker-1", "vol-a"), pv("pv-b", "worker-1", "vol-b"), pv("pv-c", "worker-2", "vol-c"),
-	)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	lister := factory.Core().V1().PersistentVolumes().Lister()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	return &kubeFixture{client: client, pvLister: lister}
+	client := kubefake.New(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "hostcalls"},
+		Data: map[string][]byte{"token": []byte("s3cret")}})
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, v := range []*corev1.PersistentVolume{pv("pv-a", "worker-1", "vol-a"), pv("pv-b", "worker-1", "vol-b"), pv("pv-c", "worker-2", "vol-c")} {
+		if err := store.Add(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &kubeFixture{client: client, pvLister: listerscorev1.NewPersistentVolumeLister(store)}
 }
 
 func hostcallsSpec(endpoint string, token any) map[string]any {

@@ -11,7 +11,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // Runtime loads providers. It owns the compilation cache shared by all of
@@ -32,7 +32,7 @@ type Runtime struct {
 type config struct {
 	logger        *slog.Logger
 	cacheDir      string
-	kube          kubernetes.Interface
+	kube          KubernetesClient
 	defaultPolicy Policy
 	interruptible bool
 	observer      CallObserver
@@ -63,9 +63,18 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // dir may be shared between processes.
 func WithCompilationCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
 
+// KubernetesClient is all the runtime asks of a Kubernetes client: the
+// core/v1 API, from which config_var reads the Secrets and ConfigMaps that
+// Machines reference. Every client-go clientset (kubernetes.Interface, its
+// fakes) satisfies it; asking for no more keeps the other API groups'
+// clients out of an embedder's build and out of the sandbox's reach.
+type KubernetesClient interface {
+	CoreV1() corev1client.CoreV1Interface
+}
+
 // WithKubernetesClient lets config_var read the Secrets and ConfigMaps that
 // Machines reference.
-func WithKubernetesClient(k kubernetes.Interface) Option { return func(c *config) { c.kube = k } }
+func WithKubernetesClient(k KubernetesClient) Option { return func(c *config) { c.kube = k } }
 
 // WithDefaultPolicy sets the policy of providers loaded without one.
 func WithDefaultPolicy(p Policy) Option { return func(c *config) { c.defaultPolicy = p } }

@@ -11,11 +11,11 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/testing/kubefake"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 func testCall(t *testing.T, env *Env, m abi.Method, providerSpec string) *Call {
@@ -36,7 +36,7 @@ func configVarReq(typ, v, env string) []byte {
 }
 
 func TestConfigVar(t *testing.T) {
-	client := fake.NewClientset(
+	client := kubefake.New(
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "creds"},
 			Data: map[string][]byte{"token": []byte("from-secret"), "flag": []byte("true")}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "other"},
@@ -138,7 +138,7 @@ func TestInputsPerMethod(t *testing.T) {
 // conflict refresh or an updater that writes in place could): it stays
 // unreadable for the rest of the call.
 func TestConfigVarReadsOnlyTheCallersReferences(t *testing.T) {
-	client := fake.NewClientset(
+	client := kubefake.New(
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine"}, Data: map[string][]byte{"token": []byte("mine")}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "admin"}, Data: map[string][]byte{"token": []byte("admin")}},
 	)
@@ -172,7 +172,7 @@ func TestConfigVarReadsOnlyTheCallersReferences(t *testing.T) {
 // Secrets and ConfigMaps are read from the Machine's own namespace and
 // those the policy names, whatever the provider spec references.
 func TestConfigVarNamespaces(t *testing.T) {
-	client := fake.NewClientset(
+	client := kubefake.New(
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "admin-token"}, Data: map[string][]byte{"token": []byte("cluster-admin")}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hetzner"}, Data: map[string][]byte{"token": []byte("team-a")}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "cfg"}, Data: map[string]string{"k": "v"}},

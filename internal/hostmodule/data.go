@@ -10,7 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // Data is the host side of one call's data functions, given by the
@@ -24,8 +24,14 @@ type ObjectReader = provider.ObjectReader
 // without the key asked for.
 var ErrKeyNotFound = provider.ErrKeyNotFound
 
+// Kube is the part of a clientset config_var reads through: core/v1.
+// runtime.KubernetesClient has the same method set.
+type Kube interface {
+	CoreV1() corev1client.CoreV1Interface
+}
+
 // ClientObjects reads Secrets and ConfigMaps through a clientset.
-type ClientObjects struct{ Client kubernetes.Interface }
+type ClientObjects struct{ Client Kube }
 
 // SecretKey implements ObjectReader.
 func (o ClientObjects) SecretKey(ctx context.Context, ns, name, key string) (string, error) {

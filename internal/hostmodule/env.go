@@ -3,8 +3,6 @@ package hostmodule
 import (
 	"log/slog"
 	"os"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // Env is what the host functions of one provider may use and must obey:
@@ -122,7 +120,7 @@ func (env *Env) logger() *slog.Logger {
 // ConfigVarSource is where config_var resolves references.
 type ConfigVarSource struct {
 	// Client reads Secrets and ConfigMaps. Nil refuses references.
-	Client kubernetes.Interface
+	Client Kube
 	// AllowedEnv lists the host environment variables a guest may use as
 	// fallbacks (e.g. "HZ_TOKEN"). Empty allows none: the host's environment
 	// holds the controller's own credentials.
