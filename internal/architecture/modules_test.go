@@ -1,0 +1,70 @@
+package architecture_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wasmprov/wasmprov/internal/testing/testguest"
+)
+
+// The modules beside the main one that CI builds in the same build cache,
+// and the build tags it builds them with.
+var nestedModules = []struct{ dir, tags string }{
+	{"bench", "wasmtime"},
+	{"e2e", "e2e"},
+	{"examples/ipam", ""},
+}
+
+// TestNestedModulesBuildTheMainModulesVersions: a module CI builds beside
+// the main one (the benchmarks, e2e, the examples) must build every
+// dependency they share at the main module's version. One differing
+// module low in the graph recompiles everything above it: the bench
+// module's newer golang.org/x/net (pulled in by a newer gRPC) had every
+// package from apimachinery to the runtime compiled a second time in
+// bench-smoke.
+func TestNestedModulesBuildTheMainModulesVersions(t *testing.T) {
+	root := testguest.Root()
+	main := builtModules(t, root, "")
+	for _, m := range nestedModules {
+		for path, v := range builtModules(t, filepath.Join(root, m.dir), m.tags) {
+			if mv, ok := main[path]; ok && mv != v && path != "github.com/wasmprov/wasmprov" {
+				t.Errorf("%s builds %s %s, the main module %s: every package above it compiles twice; "+
+					"fix: cd %s && go get %s@%s && go mod tidy (or move the main module to %s)", m.dir, path, v, mv, m.dir, path, mv, v)
+			}
+		}
+	}
+}
+
+// builtModules lists the module versions of the packages the module in
+// dir builds for its tests: go list -deps -test ./... .
+func builtModules(t *testing.T, dir, tags string) map[string]string {
+	t.Helper()
+	args := []string{"list", "-deps", "-test", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}"}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, "./...")...)
+	cmd.Dir = dir
+	// -mod=readonly whatever GOFLAGS says: the test reads go.mod files,
+	// never writes them.
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr.String())
+	}
+	mods := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if path, v, ok := strings.Cut(sc.Text(), " "); ok {
+			mods[path] = v
+		}
+	}
+	return mods
+}
