@@ -51,6 +51,9 @@ type Registry struct {
 	Host string
 	// Requests counts the requests served.
 	Requests atomic.Int64
+	// mu guards served.
+	mu     sync.Mutex
+	served []string
 	// CAPool and CAFile (PEM) trust the registry's certificate (TLS only).
 	CAPool *x509.CertPool
 	CAFile string
@@ -85,6 +88,9 @@ func Start(t testing.TB, o Options) *Registry {
 	reg := &Registry{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.Requests.Add(1)
+		reg.mu.Lock()
+		reg.served = append(reg.served, r.Method+" "+r.URL.Path)
+		reg.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 	})
 	reg.Server = httptest.NewUnstartedServer(h)
@@ -102,6 +108,18 @@ func Start(t testing.TB, o Options) *Registry {
 	t.Cleanup(reg.Server.Close)
 	reg.Host = strings.TrimPrefix(strings.TrimPrefix(reg.Server.URL, "http://"), "https://")
 	return reg
+}
+
+// Served returns the requests served from the n-th on, as "METHOD
+// path": a test that shares the registry with a background retry can
+// tell its own requests from the retry's.
+func (r *Registry) Served(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n >= len(r.served) {
+		return nil
+	}
+	return append([]string(nil), r.served[n:]...)
 }
 
 // startBackend runs registryd with args and returns its URL; the process
