@@ -94,7 +94,7 @@ RACE_PKGS := ./cassette/... ./cloudprovider/... ./controller/... ./internal/host
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/wasip1
 PLAIN_PKGS := ./abi/... ./apis/... ./cloud/... ./guests/... ./hostfuncs ./provider ./internal/guesttext ./runtime/signature ./cmd/... ./conformance/... ./examples/... \
 	./internal/testing/... ./internal/fixtures ./internal/architecture ./internal/hostmodule/wazerohost \
-	./runtime/metadata ./runtime/internal/cachefile ./runtime/internal/memimage ./runtime/internal/precheck ./runtime/internal/wasmbin ./runtime/internal/interrupt
+	./runtime/metadata ./runtime/internal/cachefile ./runtime/internal/resultcache ./runtime/internal/memimage ./runtime/internal/precheck ./runtime/internal/wasmbin ./runtime/internal/interrupt
 
 # Examples that are modules of their own, as an embedder's code would be:
 # they import the public packages only (and the test helpers).

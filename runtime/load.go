@@ -216,6 +216,13 @@ func (r *Runtime) compile(ctx context.Context, wasm []byte, policy Policy) (engi
 	return r.compileDigest(ctx, wasm, sha256.Sum256(wasm), policy)
 }
 
+// loadLimits are the limits Load's precheck applies under policy (and
+// that a static inspect checks, or finds already checked in the result
+// cache under their Key).
+func loadLimits(policy Policy) precheck.Limits {
+	return precheck.Limits{MaxTableEntries: int(policy.MaxTableEntries)}
+}
+
 // compileDigest is compile for a module whose SHA-256 the caller has. The
 // engine runs the precheck (engine.ModuleConfig.Check) first thing, unless
 // its instrumented cache holds the module checked against the same limits

@@ -11,6 +11,7 @@ import (
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/hostfuncs"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
+	"github.com/wasmprov/wasmprov/runtime/internal/resultcache"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
@@ -24,6 +25,8 @@ type Runtime struct {
 	// the embedder's (WithHostFunctions), built once so that every
 	// compile binds the same table.
 	host hostTable
+	// results is the inspect result cache beside the compiled code.
+	results resultcache.Cache
 
 	mu        sync.Mutex
 	providers map[*Provider]struct{}
@@ -107,7 +110,8 @@ func New(opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine %s: %w", cfg.engine, err)
 	}
-	return &Runtime{cfg: cfg, engine: eng, host: host, providers: map[*Provider]struct{}{}}, nil
+	return &Runtime{cfg: cfg, engine: eng, host: host, providers: map[*Provider]struct{}{},
+		results: resultcache.New(cfg.cacheDir, Version, abi.Version)}, nil
 }
 
 // Close closes every provider loaded by r (waiting for calls in flight) and
