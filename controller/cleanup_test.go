@@ -14,6 +14,7 @@ import (
 	"github.com/wasmprov/wasmprov/cloud/instance"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // cleanerCloud is a memCloud with machine-controller's current deletion:
@@ -28,6 +29,9 @@ type cleanerCloud struct {
 	err    error // returned (once) by the next Cleanup
 	calls  []cleanupCall
 	seed   int // Get on a deleting Machine
+	// now stamps the calls (nil: time.Now); set before the controller
+	// starts.
+	now func() time.Time
 }
 
 type cleanupCall struct {
@@ -38,7 +42,11 @@ type cleanupCall struct {
 func (p *cleanerCloud) Cleanup(_ context.Context, m *clusterv1alpha1.Machine, data *provider.Data) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls = append(p.calls, cleanupCall{time.Now(), slices.Contains(m.Finalizers, FinalizerDeleteInstance)})
+	now := time.Now
+	if p.now != nil {
+		now = p.now
+	}
+	p.calls = append(p.calls, cleanupCall{now(), slices.Contains(m.Finalizers, FinalizerDeleteInstance)})
 	if data == nil || data.Update == nil {
 		return false, errors.New("no updater")
 	}
@@ -143,34 +151,48 @@ func TestCleanupErrorIsRetried(t *testing.T) {
 }
 
 func TestCleanupInProgressForeverKeepsFinalizerAndBacksOff(t *testing.T) {
-	const poll, max = 20 * time.Millisecond, 80 * time.Millisecond
+	const poll, max = 10 * time.Second, 40 * time.Second
+	clk := testingclock.NewFakeClock(time.Now())
 	h, cc := newCleanerHarness(t, []bool{false}, func(o *Options) {
 		o.PollInterval, o.MaxDeletePollInterval = poll, max
+		o.Clock = clk
 	})
+	cc.now = clk.Now
 	h.start()
+	// Provisioning's own requeue (PollInterval after Create) waits on the
+	// fake clock like the deletion's: nothing below comes by itself.
 	provision(t, h, "stuck")
-	// Let provisioning's own requeues (PollInterval after Create, the
-	// watch event of the status write) pass, so that every Cleanup call
-	// below is paced by the deletion's backoff.
-	time.Sleep(10 * poll)
 	h.machines.Delete("default", "stuck")
-	eventually(t, "7 Cleanup calls", func() bool {
+	// The first call comes of the deletion itself, with the clock where
+	// provisioning left it: its requeue, due PollInterval after Create,
+	// falls on the deletion's first retry.
+	eventually(t, "the first Cleanup call", func() bool {
 		calls, _ := cc.snapshot()
-		return len(calls) >= 7
+		return len(calls) >= 1
+	})
+	// Then time moves a second per poll of the condition: the Cleanup
+	// calls come when the clock reaches each backoff, never sooner.
+	eventually(t, "7 Cleanup calls", func() bool {
+		if calls, _ := cc.snapshot(); len(calls) >= 7 {
+			return true
+		}
+		clk.Step(time.Second)
+		return false
 	})
 	calls, seed := cc.snapshot()
-	// The waits double from PollInterval and stay at the cap: 20, 40, 80,
-	// 80, 80, 80ms. A fixed poll (or none) would come sooner.
+	// The waits double from PollInterval and stay at the cap: 10, 20, 40,
+	// 40, 40, 40 s. A fixed poll (or none) would come sooner.
 	want := []time.Duration{poll, 2 * poll, max, max, max, max}
 	for i, w := range want {
 		if gap := calls[i+1].at.Sub(calls[i].at); gap < w {
 			t.Errorf("wait before Cleanup call %d: %v, want at least %v", i+2, gap, w)
 		}
 	}
-	// And the cap holds: no wait grows much past it.
+	// And the cap holds: uncapped, the waits would go on doubling (80,
+	// 160, 320 s); the slack is for the steps taken while a reconcile ran.
 	for i := 3; i < len(calls)-1; i++ {
-		if gap := calls[i+1].at.Sub(calls[i].at); gap > 10*max {
-			t.Errorf("wait before Cleanup call %d: %v, far past the %v cap", i+2, gap, max)
+		if gap := calls[i+1].at.Sub(calls[i].at); gap >= 2*max {
+			t.Errorf("wait before Cleanup call %d: %v, past the %v cap", i+2, gap, max)
 		}
 	}
 	m, ok := h.machines.get("default", "stuck")
@@ -190,6 +212,7 @@ func TestCleanupInProgressForeverKeepsFinalizerAndBacksOff(t *testing.T) {
 	cc.mu.Unlock()
 	eventually(t, "machine gone once done", func() bool {
 		_, ok := h.machines.get("default", "stuck")
+		clk.Step(time.Second)
 		return !ok
 	})
 }

@@ -23,15 +23,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // FinalizerDeleteInstance is machine-controller's finalizer: present while
@@ -45,7 +47,7 @@ type Options struct {
 	// Kube is used for the PersistentVolume informer (the providers'
 	// PVLister) and for the leader election Lease. Optional without leader
 	// election: providers then get no PVLister.
-	Kube kubernetes.Interface
+	Kube KubeClient
 	// Providers resolves providerSpec.value.cloudProvider.
 	Providers ProviderSource
 	// Userdata renders Create's userdata (default PlaceholderUserdata).
@@ -86,6 +88,22 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Clock times the requeues (PollInterval, the retry and deletion
+	// backoffs, a provider's retry hint), the MetricsInterval ticker and
+	// the ShutdownTimeout grace (default: the real clock). Tests step a
+	// fake one instead of sleeping. The informers' resync and the leader
+	// election keep client-go's real clock.
+	Clock clock.WithTicker
+}
+
+// KubeClient is what the controller asks of a Kubernetes client: core/v1
+// (PersistentVolumes) and coordination/v1 (the leader election Lease).
+// Every client-go clientset satisfies it; asking for no more lets a test
+// hand it a fake of these two groups (internal/testing/kubefake) instead
+// of client-go's fake of all of them.
+type KubeClient interface {
+	CoreV1() corev1client.CoreV1Interface
+	CoordinationV1() coordinationv1client.CoordinationV1Interface
 }
 
 // Controller reconciles Machines. Create it with New and start it once
@@ -94,7 +112,7 @@ type Controller struct {
 	opts     Options
 	log      *slog.Logger
 	informer cache.SharedIndexInformer
-	pvInf    informers.SharedInformerFactory
+	pvInf    cache.SharedIndexInformer
 	pvLister listerscorev1.PersistentVolumeLister
 	queue    workqueue.TypedRateLimitingInterface[string]
 	metrics  *metrics
@@ -142,6 +160,9 @@ func New(opts Options) (*Controller, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	c := &Controller{opts: opts, log: opts.Logger,
 		deleteBackoff: newDeleteBackoff(opts.PollInterval, opts.MaxDeletePollInterval)}
 	mc, ns := opts.Machines, opts.Namespace
@@ -159,7 +180,7 @@ func New(opts Options) (*Controller, error) {
 		&clusterv1alpha1.Machine{}, opts.ResyncPeriod,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "machines"})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "machines", Clock: opts.Clock})
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, n any) { c.enqueue(n) },
@@ -168,8 +189,19 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if opts.Kube != nil {
-		c.pvInf = informers.NewSharedInformerFactory(opts.Kube, opts.ResyncPeriod)
-		c.pvLister = c.pvInf.Core().V1().PersistentVolumes().Lister()
+		pvs := opts.Kube.CoreV1().PersistentVolumes()
+		// As client-go's generated informer does, less the clientset of
+		// every API group it would take; a client that cannot stream a
+		// watch-list (a fake) says so and the reflector lists instead.
+		c.pvInf = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return pvs.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return pvs.Watch(ctx, o)
+			},
+		}, opts.Kube), &corev1.PersistentVolume{}, opts.ResyncPeriod, cache.Indexers{})
+		c.pvLister = listerscorev1.NewPersistentVolumeLister(c.pvInf.GetIndexer())
 	}
 	c.metrics = newMetrics(c)
 	if opts.Registerer != nil {
@@ -223,16 +255,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer func() {
 		stopInformers()
 		informers.Wait()
-		if c.pvInf != nil {
-			c.pvInf.Shutdown()
-		}
 	}()
 	informers.Go(func() { c.informer.RunWithContext(infCtx) })
 	synced := []cache.InformerSynced{c.informer.HasSynced}
 	if c.pvInf != nil {
-		pvInformer := c.pvInf.Core().V1().PersistentVolumes().Informer()
-		synced = append(synced, pvInformer.HasSynced)
-		c.pvInf.Start(infCtx.Done())
+		informers.Go(func() { c.pvInf.RunWithContext(infCtx) })
+		synced = append(synced, c.pvInf.HasSynced)
 	}
 	c.log.Info("controller starting", "workers", c.opts.Workers, "namespace", c.opts.Namespace)
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
@@ -264,7 +292,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() { workers.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(c.opts.ShutdownTimeout):
+	case <-c.opts.Clock.After(c.opts.ShutdownTimeout):
 		c.log.Warn("shutdown grace period passed: cancelling provider calls in flight")
 		cancelCalls()
 		<-done

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wasmprov/wasmprov/internal/testing/kubefake"
 	"github.com/wasmprov/wasmprov/internal/testing/wait"
 	"github.com/wasmprov/wasmprov/provider"
 
@@ -23,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -56,7 +56,7 @@ func newHarness(t *testing.T, mutate func(*Options)) *harness {
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}}
 	opts := Options{
 		Machines:     h.machines,
-		Kube:         fake.NewClientset(pv),
+		Kube:         kubefake.New(pv),
 		Providers:    NewMapSource(map[string]provider.Interface{"mem": h.cloud}),
 		Workers:      3,
 		PollInterval: 20 * time.Millisecond,

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/internal/testing/kubefake"
 	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // Two replicas share one Lease (client-go's fake clientset stores it): only
@@ -19,7 +19,7 @@ import (
 // in-flight work and the other takes over.
 func TestLeaderElectionOneReconcilerAndHandover(t *testing.T) {
 	machines, mem := newFakeMachines(), newMemCloud()
-	kube := fake.NewClientset()
+	kube := kubefake.New()
 	le := LeaderElection{Namespace: "kube-system", Name: "test", LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
 	type replica struct {

@@ -9,15 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmprov/wasmprov/internal/testing/kubefake"
 	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -39,7 +37,7 @@ func (r *leadReplica) seen() []bool {
 	return slices.Clone(r.calls)
 }
 
-func startLeadReplica(t *testing.T, kube kubernetes.Interface, le LeaderElection, id string) *leadReplica {
+func startLeadReplica(t *testing.T, kube KubeClient, le LeaderElection, id string) *leadReplica {
 	t.Helper()
 	c, err := New(Options{Machines: newFakeMachines(), Kube: kube, Logger: quietLogger(),
 		Providers: NewMapSource(map[string]provider.Interface{"mem": newMemCloud()}), Registerer: prometheus.NewRegistry()})
@@ -72,7 +70,7 @@ func startLeadReplica(t *testing.T, kube kubernetes.Interface, le LeaderElection
 	return r
 }
 
-func leaseHolder(kube kubernetes.Interface, name string) string {
+func leaseHolder(kube KubeClient, name string) string {
 	l, err := kube.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
@@ -80,25 +78,8 @@ func leaseHolder(kube kubernetes.Interface, name string) string {
 	return *l.Spec.HolderIdentity
 }
 
-// replicaClient is a clientset of its own over kube's objects: the calls
-// one replica makes are recorded (Actions) apart from the other's.
-func replicaClient(kube *fake.Clientset) *fake.Clientset {
-	o := kube.Tracker()
-	cs := &fake.Clientset{}
-	cs.AddReactor("*", "*", k8stesting.ObjectReaction(o))
-	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		var opts metav1.ListOptions
-		if wa, ok := action.(k8stesting.WatchActionImpl); ok {
-			opts = wa.ListOptions
-		}
-		w, err := o.Watch(action.GetResource(), action.GetNamespace(), opts)
-		return err == nil, w, err
-	})
-	return cs
-}
-
 // leaseGets counts the Lease reads recorded by a clientset.
-func leaseGets(kube *fake.Clientset) int {
+func leaseGets(kube *kubefake.Clientset) int {
 	n := 0
 	for _, a := range kube.Actions() {
 		if a.GetVerb() == "get" && a.GetResource().Resource == "leases" {
@@ -112,12 +93,12 @@ func leaseGets(kube *fake.Clientset) int {
 // true, a standby nothing; a graceful stop tells the leader false and the
 // next one true.
 func TestLeadershipChangeHandover(t *testing.T) {
-	kube := fake.NewClientset()
+	kube := kubefake.New()
 	le := LeaderElection{Namespace: "kube-system", Name: "obs", LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
 	a := startLeadReplica(t, kube, le, "a")
 	eventually(t, "a leads", func() bool { return leaseHolder(kube, "obs") == "a" && a.c.IsLeader() })
-	bKube := replicaClient(kube)
+	bKube := kube.Replica()
 	b := startLeadReplica(t, bKube, le, "b")
 	// b tries a few times (RetryPeriod 100ms).
 	eventually(t, "b tried for the Lease 3 times", func() bool { return leaseGets(bKube) >= 3 })
@@ -152,7 +133,7 @@ func TestLeadershipChangeHandover(t *testing.T) {
 // API server is unreachable) is told false before RunWithLeaderElection
 // returns ErrLeadershipLost.
 func TestLeadershipLost(t *testing.T) {
-	kube := fake.NewClientset()
+	kube := kubefake.New()
 	// Reactors may not be added while the clientset is in use: this one
 	// is there from the start and refuses updates once unreachable is set.
 	var unreachable atomic.Bool

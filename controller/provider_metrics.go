@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"sort"
-	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
@@ -21,7 +20,7 @@ func (c *Controller) runProviderMetrics(stop, callCtx context.Context) {
 	if c.opts.MetricsInterval < 0 {
 		return
 	}
-	t := time.NewTicker(c.opts.MetricsInterval)
+	t := c.opts.Clock.NewTicker(c.opts.MetricsInterval)
 	defer t.Stop()
 	var last map[string]bool
 	for {
@@ -29,7 +28,7 @@ func (c *Controller) runProviderMetrics(stop, callCtx context.Context) {
 		select {
 		case <-stop.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

@@ -82,9 +82,11 @@ func TestSetMetricsForMachinesReachesControllerMetrics(t *testing.T) {
 	h.machines.Create(machine("x", "other", `{"size":"s"}`))
 	h.machines.Create(machine("y", "unloaded", `{"size":"s"}`))
 
+	// Reported, and by a call that succeeded: the first call with both
+	// may be the one that fails.
 	eventually(t, "both mem Machines reported", func() bool {
 		names, _ := mc.last()
-		return slices.Equal(names, []string{"a", "b"})
+		return slices.Equal(names, []string{"a", "b"}) && testutil.ToFloat64(mc.gauge.WithLabelValues("all")) == 2
 	})
 	want := `
 # HELP wasmprov_guest_mem_machines Machines of the mem provider.

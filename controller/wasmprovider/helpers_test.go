@@ -21,6 +21,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
+	"github.com/wasmprov/wasmprov/internal/testing/kubefake"
 	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/internal/testing/testhost"
 	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
@@ -35,7 +36,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // wait bounds every wait for the reconciler: a cold build under -race
@@ -232,7 +232,7 @@ type env struct {
 	oci     *testregistry.Registry
 	store   *oci.Store
 	push    *oci.Client
-	kube    *fake.Clientset
+	kube    *kubefake.Clientset
 	wps     *fakeWPs
 	prom    *prometheus.Registry
 	rec     *wasmprovider.Reconciler
@@ -283,7 +283,7 @@ func newEnv(t *testing.T, eo envOpts) *env {
 		t.Fatal(err)
 	}
 	e := &env{rt: rt, store: store, oci: testregistry.Start(t, testregistry.Options{}),
-		kube: fake.NewClientset(), wps: newFakeWPs(), prom: prometheus.NewRegistry(), leader: &leaderFlag{on: eo.leader}}
+		kube: kubefake.New(), wps: newFakeWPs(), prom: prometheus.NewRegistry(), leader: &leaderFlag{on: eo.leader}}
 	e.push, err = oci.New(oci.Options{PlainHTTP: true, DockerConfig: filepath.Join(t.TempDir(), "none.json"), Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -19,10 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // Loader is what the Reconciler needs of a *registry.Registry.
@@ -48,8 +48,9 @@ type Options struct {
 	// Client reads WasmProviders and writes their status
 	// (NewRESTClient).
 	Client Client
-	// Kube reads pull Secrets and ConfigMap sources, and records Events.
-	Kube kubernetes.Interface
+	// Kube reads pull Secrets and ConfigMap sources, and records Events:
+	// core/v1 is all it asks of a client (any clientset satisfies it).
+	Kube runtime.KubernetesClient
 	// Loader is the registry the providers are loaded into.
 	Loader Loader
 	// NewOCIClient returns the OCI client for an image source;
@@ -84,6 +85,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Clock times the retries, the PollInterval requeues and the
+	// conditions' transition times (default: the real clock). Tests step
+	// a fake one instead of sleeping.
+	Clock clock.WithTicker
 }
 
 // Reconciler loads WasmProviders into a registry and reports on them.
@@ -168,6 +173,9 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	r := &Reconciler{opts: opts, log: opts.Logger, metrics: newMetrics(),
 		states: map[string]*state{}, owners: map[string]string{}, cpLocks: map[string]*sync.Mutex{}}
 	if opts.Registerer != nil {
@@ -196,7 +204,7 @@ func New(opts Options) (*Reconciler, error) {
 		}})
 	r.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.RetryBackoff, opts.MaxRetryBackoff),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "wasmproviders"})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "wasmproviders", Clock: opts.Clock})
 	if _, err := r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: r.enqueue,
 		// A status-only update (ours, mostly) changes nothing to do;
@@ -273,7 +281,7 @@ func (r *Reconciler) reconcile(ctx context.Context, name string) (string, error)
 	r.mu.Unlock()
 	wp = wp.DeepCopy()
 	cp := wp.Spec.CloudProvider
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	now := metav1.NewTime(r.opts.Clock.Now().Truncate(time.Second))
 
 	if !cloudProviderName.MatchString(cp) {
 		if prevCP != "" {

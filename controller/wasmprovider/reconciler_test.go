@@ -17,6 +17,7 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func cmWP(name, cp, key, sha string) *wasmprovv1alpha1.WasmProvider {
@@ -126,11 +127,14 @@ func condMessage(wp *wasmprovv1alpha1.WasmProvider, typ string) string {
 	return ""
 }
 
-// A spec refused over and over (the backoff shortened to milliseconds)
-// writes its status once.
+// A spec refused over and over writes its status once, and is retried
+// with a doubling backoff, on the reconciler's clock (a fake one here,
+// stepped a second per poll of the test's condition).
 func TestRefusedSpecWritesStatusOnce(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
 	e := newEnv(t, envOpts{leader: true, mutate: func(o *wasmprovider.Options) {
-		o.RetryBackoff, o.MaxRetryBackoff = time.Millisecond, 20*time.Millisecond
+		o.RetryBackoff, o.MaxRetryBackoff = time.Second, 20*time.Second
+		o.Clock = clk
 	}})
 	v1 := version(t, "cm1")
 	e.configMap(t, "kube-system", "modules", "fake.wasm", v1)
@@ -138,11 +142,15 @@ func TestRefusedSpecWritesStatusOnce(t *testing.T) {
 	e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
 		return cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionFalse, wasmprovv1alpha1.ReasonDigestMismatch)
 	})
-	start := time.Now()
+	start := clk.Now()
 	before := e.counter(t, "wasmprov_wasmprovider_reconciles_total", map[string]string{"result": "refused"})
-	testwait.For(t, "the refused spec retried for 2s and at least 10 times", func() (bool, string) {
+	testwait.For(t, "the refused spec retried at least 10 times", func() (bool, string) {
 		n := e.counter(t, "wasmprov_wasmprovider_reconciles_total", map[string]string{"result": "refused"})
-		return time.Since(start) >= 2*time.Second && n >= before+10, fmt.Sprintf("%v retries in %v", n-before, time.Since(start))
+		if n >= before+10 {
+			return true, ""
+		}
+		clk.Step(time.Second)
+		return false, fmt.Sprintf("%v retries in %v of the clock", n-before, clk.Since(start))
 	})
 	after := e.counter(t, "wasmprov_wasmprovider_reconciles_total", map[string]string{"result": "refused"})
 	if w := e.wps.writeCount(); w != 1 {
@@ -151,10 +159,12 @@ func TestRefusedSpecWritesStatusOnce(t *testing.T) {
 	if w := e.counter(t, "wasmprov_wasmprovider_status_writes_total", nil); w != 1 {
 		t.Fatalf("wasmprov_wasmprovider_status_writes_total = %v, want 1", w)
 	}
-	// Backoff, not a hot loop: doubling from 1ms up to 20ms allows some
-	// 100 retries in 2s, not thousands.
-	if n := after - before; n > 1000 {
-		t.Fatalf("%v retries in %v: a hot loop", n, time.Since(start))
+	// Backoff, not a hot loop or a fixed pace: doubling from 1 s to the
+	// 20 s cap, ten retries take 1+2+4+8+16+5×20 = 131 s of the clock (91
+	// s if the first refusal was counted among them); a retry every
+	// second would take 10 s, a hot loop none.
+	if took := clk.Since(start); took < 91*time.Second {
+		t.Fatalf("%v retries in %v of the clock: sooner than a doubling backoff allows", after-before, took)
 	}
 	if n := len(e.events(t, "fake")); n != 1 {
 		t.Fatalf("%d Events, want 1: %q", n, e.events(t, "fake"))

@@ -44,6 +44,15 @@ func New(objs ...runtime.Object) *Clientset {
 			panic(fmt.Sprintf("kubefake: adding fixture object: %v", err))
 		}
 	}
+	return over(o)
+}
+
+// Replica is another Clientset over c's objects: what one replica of a
+// controller does is recorded (Actions) apart from what another does,
+// while both see the same API state.
+func (c *Clientset) Replica() *Clientset { return over(c.tracker) }
+
+func over(o clienttesting.ObjectTracker) *Clientset {
 	c := &Clientset{tracker: o}
 	c.AddReactor("*", "*", clienttesting.ObjectReaction(o))
 	c.AddWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
@@ -55,6 +64,12 @@ func New(objs ...runtime.Object) *Clientset {
 	})
 	return c
 }
+
+// IsWatchListSemanticsUnSupported tells a reflector handed this client
+// (cache.ToListWatcherWithWatchListSemantics) to list and then watch: the
+// tracker's watch sends no initial events, so a watch-list would never
+// sync. client-go's fake says the same.
+func (c *Clientset) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Tracker is the object store behind the reactors.
 func (c *Clientset) Tracker() clienttesting.ObjectTracker { return c.tracker }
