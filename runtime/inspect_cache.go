@@ -43,9 +43,12 @@ func (r *Runtime) remember(info *ModuleInfo, prechecked string, old *resultcache
 	if info.DeclaredFrom == FromExportCall {
 		e.Declared, e.DeclaredKnown = uint64(info.Declared), true
 	}
-	if old != nil && e.Prechecked == old.Prechecked && e.ABIVersion == old.ABIVersion &&
-		e.ABIVersionKnown == old.ABIVersionKnown && e.Declared == old.Declared && e.DeclaredKnown == old.DeclaredKnown {
-		return // nothing new
+	if old != nil {
+		same := *old
+		same.Host, same.ABI = "", 0 // the cache's, which Put fills in
+		if e == same {
+			return // nothing new
+		}
 	}
 	if err := r.results.Put(e); err != nil {
 		r.cfg.logger.Debug("inspect: result not cached", "sha256", info.SHA256, "error", err)

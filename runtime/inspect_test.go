@@ -341,6 +341,32 @@ func TestInspectResultCache(t *testing.T) {
 	check("after a new run", a, true, 1, 3)
 }
 
+// A run that learns nothing new leaves the cache entry as it is: a warm
+// load or inspect does not rewrite it.
+func TestInspectResultCacheNotRewritten(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt := newRuntime(t, runtime.WithCompilationCacheDir(dir))
+	wasm := computedModule(t, 3)
+	info, err := rt.Inspect(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := entryOf(t, dir, info.SHA256)
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(entry, old, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range [][]runtime.InspectOption{nil, {static}} {
+		if _, err := rt.Inspect(ctx, wasm, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(entry); err != nil || !fi.ModTime().Equal(old) {
+		t.Fatalf("entry rewritten by runs that learnt nothing new: %v, %v", fi.ModTime(), err)
+	}
+}
+
 // entryOf is the result cache entry of the module sum in the cache dir.
 func entryOf(t *testing.T, dir, sum string) string {
 	t.Helper()

@@ -21,8 +21,10 @@ package resultcache
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -97,7 +99,7 @@ func (c Cache) Get(sum string) (*Entry, error) {
 		return nil, nil
 	}
 	f, err := os.Open(path)
-	if os.IsNotExist(err) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
