@@ -336,7 +336,7 @@ func TestWasmProvider(t *testing.T) {
 	// retry of the refused v3 may still be in flight on the leader or a
 	// standby when the spec changes; its requests name v3 and are not
 	// the pin's.
-	mark := len(reg.Served(0))
+	mark := reg.Requests()
 	start = time.Now()
 	wps.setRef("hetzner", pinned(v1))
 	wp = waitWP("serving v1 again", 5*time.Second, func(wp *wasmprovv1alpha1.WasmProvider) bool {

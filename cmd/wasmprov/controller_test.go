@@ -242,13 +242,13 @@ func TestOCIClientsPerPullSecret(t *testing.T) {
 	if _, err := authed.Pull(ctx, pinned); err != nil {
 		t.Fatal(err)
 	}
-	before := reg.Requests.Load()
+	before := reg.Requests()
 	a, err := own.Pull(ctx, pinned)
 	if err != nil {
 		t.Fatalf("pull by digest from the shared store: %v", err)
 	}
-	if !bytes.Equal(a.Wasm, wasm) || reg.Requests.Load() != before {
-		t.Fatalf("shared store: same bytes %v, %d requests", bytes.Equal(a.Wasm, wasm), reg.Requests.Load()-before)
+	if !bytes.Equal(a.Wasm, wasm) || reg.Requests() != before {
+		t.Fatalf("shared store: same bytes %v, %d requests", bytes.Equal(a.Wasm, wasm), reg.Requests()-before)
 	}
 	for _, bad := range []string{`not json`, `{"auths":"x"}`} {
 		if _, err := clients.New([]byte(bad)); err == nil {

@@ -66,14 +66,14 @@ func TestImageLifecycle(t *testing.T) {
 
 	// Back to the first digest: from the store, no request to the
 	// registry.
-	before := e.oci.Requests.Load()
+	before := e.oci.Requests()
 	e.wps.updateSpec(t, "fake", func(s *wasmprovv1alpha1.WasmProviderSpec) { s.Source.Image.Ref = ref1 })
 	wp = e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
 		return all(serving(wp, d1), ready(wp),
 			cond(wp, wasmprovv1alpha1.ConditionDegraded, metav1.ConditionFalse, wasmprovv1alpha1.ReasonUpToDate))
 	})
 	e.waitRegistry(t, "fake", d1)
-	if n := e.oci.Requests.Load() - before; n != 0 {
+	if n := e.oci.Requests() - before; n != 0 {
 		t.Fatalf("pinning back to a revision made %d registry requests, want 0", n)
 	}
 	if r := wp.Status.Revisions; len(r) != 2 || r[0].Digest != d1 || r[1].Digest != d2 {
@@ -193,12 +193,12 @@ func TestImageTagPollAndPins(t *testing.T) {
 	e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string { return all(serving(wp, d1), ready(wp)) })
 	// Polls of an unchanged tag resolve it again and change nothing.
 	writes := e.wps.writeCount()
-	resolves := e.oci.Requests.Load()
+	resolves := e.oci.Requests()
 	e.waitReconciles(t, "ok", 2)
 	if w := e.wps.writeCount(); w != writes {
 		t.Fatalf("polls of an unchanged tag wrote status %d more times", w-writes)
 	}
-	if e.oci.Requests.Load() == resolves {
+	if e.oci.Requests() == resolves {
 		t.Fatal("the tag was not resolved again at the polls")
 	}
 	v2 := version(t, "v2")

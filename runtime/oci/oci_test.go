@@ -131,12 +131,12 @@ func TestPushPullTLSAuth(t *testing.T) {
 	}
 
 	// Pinned: by digest, from the store, no request at all.
-	before := reg.Requests.Load()
+	before := reg.Requests()
 	a2, err := c2.Pull(ctx, a.Ref)
 	if err != nil || !bytes.Equal(a2.Wasm, wasm) {
 		t.Fatalf("pull by digest: %v", err)
 	}
-	if n := reg.Requests.Load() - before; n != 0 {
+	if n := reg.Requests() - before; n != 0 {
 		t.Fatalf("a pull of a stored digest made %d registry requests", n)
 	}
 

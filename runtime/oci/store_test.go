@@ -31,12 +31,12 @@ func TestStoreDamagedBlobRepulled(t *testing.T) {
 	if err := os.WriteFile(layer, []byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x01"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := reg.Requests.Load()
+	before := reg.Requests()
 	a, err := c.Pull(ctx, reg.Host+"/p/tiny@"+d.String())
 	if err != nil || !bytes.Equal(a.Wasm, tiny) {
 		t.Fatalf("pull after damage: %v", err)
 	}
-	if reg.Requests.Load() == before {
+	if reg.Requests() == before {
 		t.Fatal("the damaged blob was served from the store")
 	}
 	if b, _ := os.ReadFile(layer); !bytes.Equal(b, tiny) {

@@ -215,7 +215,7 @@ func TestImageEntryByDigestFromStoreOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.reg.Server.Close()
-	before := env.reg.Requests.Load()
+	before := env.reg.Requests()
 	f := newFixture(t, registry.WithOCIClient(ociClient(t, storeDir)))
 	if err := f.reg.LoadDir(context.Background(), dir); err != nil {
 		t.Fatalf("loading from the store with the registry stopped: %v", err)
@@ -227,7 +227,7 @@ func TestImageEntryByDigestFromStoreOffline(t *testing.T) {
 	if err := h.Validate(context.Background(), fakeSpec(true), nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := env.reg.Requests.Load() - before; n != 0 {
+	if n := env.reg.Requests() - before; n != 0 {
 		t.Fatalf("%d registry requests, want none", n)
 	}
 	if st := statusOf(t, f.reg, "fake"); st.ImageDigest != d {
@@ -519,12 +519,12 @@ func TestImageEntryRefused(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "fake.provider.yaml"), tc.entry)
 			f := newFixture(t, registry.WithOCIClient(env.client))
-			before := env.reg.Requests.Load()
+			before := env.reg.Requests()
 			err := f.reg.LoadDir(context.Background(), dir)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "fake.provider.yaml") {
 				t.Fatalf("LoadDir = %v, want an error about %q naming the file", err, tc.want)
 			}
-			if n := env.reg.Requests.Load() - before; n != 0 {
+			if n := env.reg.Requests() - before; n != 0 {
 				t.Fatalf("%d registry requests for a refused entry", n)
 			}
 		})

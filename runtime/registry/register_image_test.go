@@ -74,11 +74,11 @@ func TestRegisterImage(t *testing.T) {
 
 	// The same Image (a fresh value): nothing reloaded, nothing asked.
 	events := f.ev.len()
-	before := env.reg.Requests.Load()
+	before := env.reg.Requests()
 	if err := f.reg.RegisterImage(ctx, "fake", registry.Image{Ref: ref, Policy: parsePolicy(t, "poolSize: 2\n")}); err != nil {
 		t.Fatal(err)
 	}
-	if n := env.reg.Requests.Load() - before; n != 0 {
+	if n := env.reg.Requests() - before; n != 0 {
 		t.Fatalf("registering the same digest again made %d registry requests", n)
 	}
 	if st2 := statusOf(t, f.reg, "fake"); st2.ReloadsOK != st.ReloadsOK || !st2.LoadedAt.Equal(st.LoadedAt) || f.ev.len() != events {
@@ -89,11 +89,11 @@ func TestRegisterImage(t *testing.T) {
 	// version, Status naming the tag.
 	tagRef := env.reg.Host + "/providers/fake:v1"
 	for i := range 2 {
-		before = env.reg.Requests.Load()
+		before = env.reg.Requests()
 		if err := f.reg.RegisterImage(ctx, "fake", registry.Image{Ref: tagRef, Policy: parsePolicy(t, "poolSize: 2\n")}); err != nil {
 			t.Fatal(err)
 		}
-		if n := env.reg.Requests.Load() - before; n != 1 {
+		if n := env.reg.Requests() - before; n != 1 {
 			t.Fatalf("registration %d of the tag with PullAlways made %d registry requests, want 1 (the resolve)", i, n)
 		}
 	}
@@ -101,11 +101,11 @@ func TestRegisterImage(t *testing.T) {
 		t.Fatalf("after the tag: status = %+v, want the same version under %s", st2, tagRef)
 	}
 	// With PullIfNotPresent the tag resolved before is not resolved again.
-	before = env.reg.Requests.Load()
+	before = env.reg.Requests()
 	if err := f.reg.RegisterImage(ctx, "fake", registry.Image{Ref: tagRef, PullPolicy: registry.PullIfNotPresent, Policy: parsePolicy(t, "poolSize: 2\n")}); err != nil {
 		t.Fatal(err)
 	}
-	if n := env.reg.Requests.Load() - before; n != 0 {
+	if n := env.reg.Requests() - before; n != 0 {
 		t.Fatalf("IfNotPresent tag made %d requests", n)
 	}
 	// Another policy is another version.
@@ -212,13 +212,13 @@ func TestRegisterImageRefusals(t *testing.T) {
 
 	t.Run("no-verifier", func(t *testing.T) {
 		plain := newFixture(t, registry.WithOCIClient(env.client))
-		before := env.reg.Requests.Load()
+		before := env.reg.Requests()
 		err := plain.reg.RegisterImage(ctx, "v", registry.Image{Ref: ref1, Verify: json.RawMessage(`{"keyless":{}}`)})
 		versionErr(t, err, registry.StageVerify)
 		if !errors.Is(err, registry.ErrNoVerifier) {
 			t.Fatalf("%v, want ErrNoVerifier", err)
 		}
-		if n := env.reg.Requests.Load() - before; n != 0 {
+		if n := env.reg.Requests() - before; n != 0 {
 			t.Fatalf("%d registry requests for an image refused for want of a verifier", n)
 		}
 		// An empty block asks for verification too: fail closed.
@@ -374,11 +374,11 @@ func TestRegisterImageRollbackOffline(t *testing.T) {
 		t.Fatalf("%q, %v; want v2", v, err)
 	}
 	from := f.ev.len()
-	before := env.reg.Requests.Load()
+	before := env.reg.Requests()
 	if err := f.reg.RegisterImage(ctx, "v", imgA); err != nil {
 		t.Fatal(err)
 	}
-	if n := env.reg.Requests.Load() - before; n != 0 {
+	if n := env.reg.Requests() - before; n != 0 {
 		t.Fatalf("the rollback made %d registry requests", n)
 	}
 	if n := verified.Load(); n != 2 {
@@ -445,11 +445,11 @@ func TestRegisterImageReplacesCodeSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"d", "e"} {
-		before := env.reg.Requests.Load()
+		before := env.reg.Requests()
 		if err := f.reg.RegisterImage(ctx, name, registry.Image{Ref: ref}); !errors.Is(err, registry.ErrDuplicateProvider) {
 			t.Fatalf("RegisterImage over directory provider %s: %v, want ErrDuplicateProvider", name, err)
 		}
-		if n := env.reg.Requests.Load() - before; n != 0 {
+		if n := env.reg.Requests() - before; n != 0 {
 			t.Fatalf("a refused name made %d registry requests", n)
 		}
 		if st := statusOf(t, f.reg, name); !st.Serving || st.Source == "image:"+ref {

@@ -35,7 +35,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,9 +48,7 @@ type Registry struct {
 	Server *httptest.Server
 	// Host is 127.0.0.1:port, what references start with.
 	Host string
-	// Requests counts the requests served.
-	Requests atomic.Int64
-	// mu guards served.
+	// mu guards served, every request served as "METHOD path".
 	mu     sync.Mutex
 	served []string
 	// CAPool and CAFile (PEM) trust the registry's certificate (TLS only).
@@ -87,7 +84,6 @@ func Start(t testing.TB, o Options) *Registry {
 	}
 	reg := &Registry{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reg.Requests.Add(1)
 		reg.mu.Lock()
 		reg.served = append(reg.served, r.Method+" "+r.URL.Path)
 		reg.mu.Unlock()
@@ -110,9 +106,16 @@ func Start(t testing.TB, o Options) *Registry {
 	return reg
 }
 
-// Served returns the requests served from the n-th on, as "METHOD
-// path": a test that shares the registry with a background retry can
-// tell its own requests from the retry's.
+// Requests counts the requests served.
+func (r *Registry) Requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.served)
+}
+
+// Served returns the requests served from the n-th on (n: an earlier
+// Requests()), as "METHOD path": a test that shares the registry with a
+// background retry can tell its own requests from the retry's.
 func (r *Registry) Served(n int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
