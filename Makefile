@@ -7,7 +7,7 @@ export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 .PHONY: help all guests c-guests cli providers demo demo-fake \
 	check test test-wasmtime test-realtime vet fmt-check fuzz-smoke fixtures conformance \
 	bench bench-compare bench-smoke kube-binaries e2e e2e-vet \
-	setup wabt clean FORCE
+	setup modules wabt clean FORCE
 
 ## help: list the targets
 help:
@@ -111,7 +111,7 @@ TESTFLAGS := -count=1 -vet=off -timeout 30m
 check: fmt-check vet
 
 ## test: gofmt check, vet and the whole test suite, race detector on for the runtime packages (installs wabt, clang, lld, wasi-libc)
-test: setup fmt-check vet
+test: setup modules fmt-check vet
 	@missing=$$(comm -23 <($(GO) list ./... | sort) <($(GO) list $(RACE_PKGS) $(PLAIN_PKGS) | sort)); \
 	  if [ -n "$$missing" ]; then echo "packages in neither test group: $$missing"; exit 1; fi
 	$(GO) test $(TESTFLAGS) -skip $(REALTIME) $(PLAIN_PKGS)
@@ -247,6 +247,14 @@ e2e-vet:
 # wabt: wat2wasm (the fixture checks); clang, lld, wasi-libc and the wasm32
 # compiler runtime: the C guest.
 DEBIAN_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32
+
+# The modules beside the main one (NESTED_MODULES) are downloaded here, not
+# by a test: internal/architecture lists their packages with GOPROXY=off.
+NESTED_MODULES := bench e2e $(EXAMPLE_MODULES)
+## modules: download the Go modules of the main module and of the modules beside it
+modules:
+	$(GO) mod download
+	@set -e; for m in $(NESTED_MODULES); do echo "cd $$m && $(GO) mod download"; (cd $$m && $(GO) mod download); done
 
 ## setup: install the Debian packages the tests need, if missing (needs root; a no-op once installed)
 setup:

@@ -51,13 +51,14 @@ func builtModules(t *testing.T, dir, tags string) map[string]string {
 	cmd := exec.Command("go", append(args, "./...")...)
 	cmd.Dir = dir
 	// -mod=readonly whatever GOFLAGS says: the test reads go.mod files,
-	// never writes them.
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
+	// never writes them; GOPROXY=off: it downloads nothing either (make
+	// modules does, before make test).
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr.String())
+		t.Fatalf("go list in %s: %v\n%s\nfix: make modules (downloads every module's dependencies)", dir, err, stderr.String())
 	}
 	mods := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
