@@ -3,11 +3,12 @@
 // particular the WebAssembly providers of package runtime — found by the
 // Machine's providerSpec.value.cloudProvider.
 //
-// It is built on plain client-go: a shared informer for Machines (through a
-// small typed REST client, RESTMachineClient), a shared informer for
-// PersistentVolumes (the PVLister providers get), a rate-limited workqueue,
-// N workers, and optional leader election with a Lease lock. See
-// RATIONALE.md for why not controller-runtime.
+// Its workers are controller-runtime's (a reconcile.Reconciler fed by a
+// source.Informer); around them, client-go: a shared informer for Machines
+// (through a small typed REST client, RESTMachineClient), a shared
+// informer for PersistentVolumes (the PVLister providers get), and
+// optional leader election with a Lease lock. RATIONALE.md says why not
+// (yet) controller-runtime's manager.
 package controller
 
 import (
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller/internal/workers"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
@@ -34,6 +36,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // FinalizerDeleteInstance is machine-controller's finalizer: present while
@@ -114,12 +120,11 @@ type Controller struct {
 	informer cache.SharedIndexInformer
 	pvInf    cache.SharedIndexInformer
 	pvLister listerscorev1.PersistentVolumeLister
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    workers.Queue
 	metrics  *metrics
 	// deleteBackoff paces Cleanup calls of deletions in progress.
 	deleteBackoff workqueue.TypedRateLimiter[string]
 	started       atomic.Bool
-	inFlight      sync.WaitGroup
 	// electing is set by RunWithLeaderElection before it starts the
 	// elector; leading while this replica leads (see IsLeader).
 	electing, leading atomic.Bool
@@ -179,15 +184,7 @@ func New(opts Options) (*Controller, error) {
 	c.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, mc),
 		&clusterv1alpha1.Machine{}, opts.ResyncPeriod,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "machines", Clock: opts.Clock})
-	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, n any) { c.enqueue(n) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
-		return nil, err
-	}
+	c.queue = workers.NewQueue("machines", opts.Clock)
 	if opts.Kube != nil {
 		pvs := opts.Kube.CoreV1().PersistentVolumes()
 		// As client-go's generated informer does, less the clientset of
@@ -220,15 +217,6 @@ func DefaultRateLimiter() workqueue.TypedRateLimiter[string] {
 	)
 }
 
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		c.log.Error("cannot key object", "err", err)
-		return
-	}
-	c.queue.Add(key)
-}
-
 // HasSynced reports whether the Machine informer has synced.
 func (c *Controller) HasSynced() bool { return c.informer.HasSynced() }
 
@@ -236,6 +224,11 @@ func (c *Controller) HasSynced() bool { return c.informer.HasSynced() }
 // cancelled. It then stops taking new work, lets reconciles in flight
 // finish — their provider calls keep running for up to ShutdownTimeout —
 // and returns. Run may be called once.
+//
+// The workers are controller-runtime's: a controller whose event source
+// is the Machine informer and whose queue is the controller's own (on
+// Options.Clock). The retries are paced here (retry), not by returning
+// errors to controller-runtime; see RATIONALE.md.
 func (c *Controller) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("controller: Run called twice")
@@ -272,24 +265,31 @@ func (c *Controller) Run(ctx context.Context) error {
 	// shutdown grace period has passed.
 	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCalls()
-	var workers sync.WaitGroup
-	for range c.opts.Workers {
-		workers.Go(func() {
-			for c.processNext(ctx, callCtx) {
-			}
-		})
+	ctrl, err := workers.New("machine", c.queue, c.opts.Workers, c.log,
+		reconcile.Func(func(stop context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return c.process(stop, callCtx, req), nil
+		}))
+	if err != nil {
+		return err
 	}
+	if err := ctrl.Watch(&source.TypedInformer[client.Object, reconcile.Request]{
+		Informer: c.informer, Handler: &handler.EnqueueRequestForObject{},
+	}); err != nil {
+		return fmt.Errorf("controller: watching Machines: %w", err)
+	}
+	var running sync.WaitGroup
+	var startErr error
+	running.Go(func() { startErr = ctrl.Start(ctx) })
 	// The providers' own metrics are refreshed by the running (leading)
 	// controller only: a standby replica does not call providers.
-	workers.Go(func() { c.runProviderMetrics(ctx, callCtx) })
+	running.Go(func() { c.runProviderMetrics(ctx, callCtx) })
 	c.metrics.workers.Set(float64(c.opts.Workers))
 	c.log.Info("controller started")
 
 	<-ctx.Done()
 	c.log.Info("controller stopping: waiting for reconciles in flight", "grace", c.opts.ShutdownTimeout)
-	c.queue.ShutDown()
 	done := make(chan struct{})
-	go func() { workers.Wait(); close(done) }()
+	go func() { running.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-c.opts.Clock.After(c.opts.ShutdownTimeout):
@@ -299,23 +299,20 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.metrics.workers.Set(0)
 	c.log.Info("controller stopped")
+	if startErr != nil {
+		return fmt.Errorf("controller: %w", startErr)
+	}
 	return nil
 }
 
-// processNext handles one key. It returns false when the worker should
-// exit: the queue is shut down, or stop is done (a key taken after that is
-// left for the next leader or the next start).
-func (c *Controller) processNext(stop, callCtx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
+// process reconciles one Machine and says when to look at it again. stop
+// is the controller's context: a key taken after it is done is left for
+// the next leader or the next start. The provider calls run on callCtx.
+func (c *Controller) process(stop, callCtx context.Context, req reconcile.Request) reconcile.Result {
 	if stop.Err() != nil {
-		return false
+		return reconcile.Result{}
 	}
-	c.inFlight.Add(1)
-	defer c.inFlight.Done()
+	key := req.String()
 	start := time.Now()
 	res, err := c.reconcile(callCtx, key)
 	c.metrics.reconcileDuration.Observe(time.Since(start).Seconds())
@@ -325,21 +322,21 @@ func (c *Controller) processNext(stop, callCtx context.Context) bool {
 		c.metrics.errors.Inc()
 		if d, ok := retryAfter(err); ok {
 			c.log.Info("reconcile failed, retrying after the provider's hint", "machine", key, "after", d, "err", err)
-			c.queue.AddAfter(key, d)
-		} else {
-			c.log.Info("reconcile failed, retrying with backoff", "machine", key, "retries", c.queue.NumRequeues(key), "err", err)
-			c.queue.AddRateLimited(key)
+			return reconcile.Result{RequeueAfter: d}
 		}
+		d := c.opts.RateLimiter.When(key)
+		c.log.Info("reconcile failed, retrying with backoff", "machine", key,
+			"retries", c.opts.RateLimiter.NumRequeues(key), "after", d, "err", err)
+		return reconcile.Result{RequeueAfter: d}
 	case res.terminal:
 		c.metrics.reconciles.WithLabelValues("terminal").Inc()
-		c.queue.Forget(key)
 	case res.requeueAfter > 0:
 		c.metrics.reconciles.WithLabelValues("requeue").Inc()
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, res.requeueAfter)
+		c.opts.RateLimiter.Forget(key)
+		return reconcile.Result{RequeueAfter: res.requeueAfter}
 	default:
 		c.metrics.reconciles.WithLabelValues("success").Inc()
-		c.queue.Forget(key)
 	}
-	return true
+	c.opts.RateLimiter.Forget(key)
+	return reconcile.Result{}
 }

@@ -86,7 +86,7 @@ func (r *Reconciler) claim(name, cp string, st *state) (winner string, won bool)
 		st.cp = ""
 		r.mu.Unlock()
 		if winner != "" {
-			r.queue.Add(winner)
+			r.enqueue(winner)
 		}
 		return winner, false
 	}
@@ -97,7 +97,7 @@ func (r *Reconciler) claim(name, cp string, st *state) (winner string, won bool)
 	r.mu.Unlock()
 	if took {
 		for _, c := range cl[1:] {
-			r.queue.Add(c.Name)
+			r.enqueue(c.Name)
 		}
 	}
 	return "", true
@@ -133,7 +133,7 @@ func (r *Reconciler) release(name string, deleted bool) {
 			}
 			if next != "" {
 				r.log.Info("wasmprovider: cloud provider handed over", "cloudProvider", cp, "from", name, "to", next)
-				r.queue.Add(next)
+				r.enqueue(next)
 			} else if err := r.opts.Loader.Unregister(cp); err != nil && !errors.Is(err, registry.ErrProviderNotFound) {
 				r.log.Error("wasmprovider: unregistering", "cloudProvider", cp, "wasmprovider", name, "err", err)
 			} else {

@@ -13,16 +13,19 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/prometheus/client_golang/prometheus"
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller/internal/workers"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Loader is what the Reconciler needs of a *registry.Registry.
@@ -96,7 +99,9 @@ type Reconciler struct {
 	opts     Options
 	log      *slog.Logger
 	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    workers.Queue
+	// retry paces the retries of a refused spec or a failed reconcile.
+	retry    workqueue.TypedRateLimiter[string]
 	metrics  *metrics
 	recorder record.EventRecorder
 	started  atomic.Bool
@@ -202,27 +207,8 @@ func New(opts Options) (*Reconciler, error) {
 			}
 			return []string{wp.Spec.CloudProvider}, nil
 		}})
-	r.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.RetryBackoff, opts.MaxRetryBackoff),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "wasmproviders", Clock: opts.Clock})
-	if _, err := r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: r.enqueue,
-		// A status-only update (ours, mostly) changes nothing to do;
-		// enqueueing it would also retry a refused spec at once, around
-		// its backoff.
-		UpdateFunc: func(o, n any) {
-			ow, ok1 := o.(*wasmprovv1alpha1.WasmProvider)
-			nw, ok2 := n.(*wasmprovv1alpha1.WasmProvider)
-			if ok1 && ok2 && ow.Generation == nw.Generation && ow.Generation != 0 &&
-				ow.DeletionTimestamp.Equal(nw.DeletionTimestamp) && !specChanged(ow, nw) {
-				return
-			}
-			r.enqueue(n)
-		},
-		DeleteFunc: r.enqueue,
-	}); err != nil {
-		return nil, fmt.Errorf("wasmprovider: %w", err)
-	}
+	r.queue = workers.NewQueue("wasmproviders", opts.Clock)
+	r.retry = workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.RetryBackoff, opts.MaxRetryBackoff)
 	return r, nil
 }
 
@@ -234,13 +220,9 @@ func specChanged(a, b *wasmprovv1alpha1.WasmProvider) bool {
 	return !equalSpec(&x.Spec, &y.Spec) || !x.CreationTimestamp.Equal(&y.CreationTimestamp)
 }
 
-func (r *Reconciler) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		r.log.Error("wasmprovider: cannot key object", "err", err)
-		return
-	}
-	r.queue.Add(key)
+// enqueue queues the WasmProvider name for a reconcile.
+func (r *Reconciler) enqueue(name string) {
+	r.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 }
 
 func (r *Reconciler) stateOf(name string) *state {
