@@ -14,14 +14,12 @@ import (
 	"sync"
 	"time"
 
-	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
-	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
 	"github.com/wasmprov/wasmprov/runtime/oci"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 
 	corev1 "k8s.io/api/core/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -66,16 +64,9 @@ func (f *wasmProviderFlags) validate(providersDir string) error {
 // server (create, and patch for repeats the correlator folds into one
 // Event), for Machines and WasmProviders. stop flushes and stops it.
 func eventRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRecorder, func(), error) {
-	scheme := kruntime.NewScheme()
-	if err := clusterv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, nil, err
-	}
-	if err := wasmprovv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, nil, err
-	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	return b.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}), b.Shutdown, nil
+	return b.NewRecorder(controller.Scheme, corev1.EventSource{Component: eventComponent}), b.Shutdown, nil
 }
 
 // ociClients builds the OCI clients of WasmProvider image sources: one

@@ -66,6 +66,11 @@ func TestRESTClient(t *testing.T) {
 	if err != nil || out.ResourceVersion != "8" || out.Status.ObservedGeneration != 3 {
 		t.Fatalf("UpdateStatus = %+v, %v", out, err)
 	}
+	// As client-go's typed clients: the answer is a new object; the one
+	// given is left as it was (the Machine updater relies on it).
+	if wp.ResourceVersion != "7" {
+		t.Fatalf("UpdateStatus changed its argument: resourceVersion %q", wp.ResourceVersion)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{"GET /apis/wasmprov.io/v1alpha1/wasmproviders", "GET /apis/wasmprov.io/v1alpha1/wasmproviders/fake", "PUT /apis/wasmprov.io/v1alpha1/wasmproviders/fake/status"}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller/internal/kubeclient"
 	"github.com/wasmprov/wasmprov/controller/internal/workers"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +41,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		b := record.NewBroadcaster(record.WithContext(ctx))
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.opts.Kube.CoreV1().Events("")})
 		defer b.Shutdown()
-		r.recorder = b.NewRecorder(Scheme, corev1.EventSource{Component: "wasmprov-controller"})
+		r.recorder = b.NewRecorder(kubeclient.Scheme, corev1.EventSource{Component: "wasmprov-controller"})
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
