@@ -190,6 +190,10 @@ func TestLifecycle(t *testing.T) {
 	if got := c.metric("wasmprov_controller_instance_creates_total", nil); got != 5 {
 		t.Errorf("controller reports %v creates, want 5", got)
 	}
+	// controller-runtime's worker metrics are served beside ours.
+	if got := c.metric("controller_runtime_reconcile_total", map[string]string{"controller": "machine"}); got == 0 {
+		t.Error("/metrics lacks controller-runtime's controller_runtime_reconcile_total{controller=\"machine\"}")
+	}
 }
 
 // TestHotReload replaces hetzner.wasm twice while Machines reconcile: no

@@ -19,11 +19,11 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/registry"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 func init() {
@@ -125,7 +125,7 @@ func runController(ctx context.Context, args []string) error {
 	// while. /readyz waits for what ready is set to.
 	var ready readiness
 	if *f.metricsAddr != "" {
-		stop, err := serveMetrics(*f.metricsAddr, promReg, &ready, logger)
+		stop, err := serveMetrics(*f.metricsAddr, controllerGatherer(promReg), &ready, logger)
 		if err != nil {
 			return err
 		}
@@ -292,18 +292,27 @@ func (r *readiness) ready() bool {
 	return fn == nil || (*fn)()
 }
 
-// controllerMetrics is the controller's Prometheus registry: Go and
-// process metrics, the registry's events, the runtime's calls and pools
-// (calls), and the providers' own metrics from SetMetricsForMachines.
+// controllerMetrics is the controller's Prometheus registry: the
+// registry's events, the runtime's calls and pools (calls), and the
+// providers' own metrics from SetMetricsForMachines.
 func controllerMetrics(calls *metrics.Collector, logger *slog.Logger) (*prometheus.Registry, *prometheus.CounterVec) {
 	promReg := prometheus.NewRegistry()
-	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	regEvents := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wasmprov_registry_events_total",
 		Help: "Provider registry events: loaded, reloaded, rejected, unloaded, drained, watch-error"},
 		[]string{"provider", "kind"})
 	promReg.MustRegister(regEvents, calls, calls.GuestCollector(logger))
 	return promReg, regEvents
+}
+
+// controllerGatherer is what /metrics serves: promReg and
+// controller-runtime's registry, where the controllers' workers report
+// (controller_runtime_reconcile_total, workqueue_depth, … labelled
+// controller="machine" or "wasmprovider") and which already holds the Go
+// and process collectors (controller-runtime's controller package
+// registers them), so promReg must not hold them again.
+func controllerGatherer(promReg *prometheus.Registry) prometheus.Gatherer {
+	return prometheus.Gatherers{promReg, crmetrics.Registry}
 }
 
 func kubeConfig(path string) (*rest.Config, error) {
