@@ -24,7 +24,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 func machine(name, provider, cloudSpec string) *clusterv1alpha1.Machine {
@@ -160,10 +162,20 @@ func TestTerminalErrorGoesToStatusAndClearsWhenFixed(t *testing.T) {
 	eventually(t, "the echo of the status write reconciled", func() bool {
 		return testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal")) >= 2
 	})
+	// What the workers do with the key after a terminal reconcile: no
+	// requeue, and the retry backoff forgotten. Asked of process directly,
+	// rather than by waiting to see that nothing comes.
+	ctx := context.Background()
 	before := testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal"))
-	time.Sleep(300 * time.Millisecond)
-	if after := testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal")); after != before {
-		t.Fatalf("terminal machine reconciled again without a change: %v -> %v", before, after)
+	res := h.ctrl.process(ctx, ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "bad"}})
+	if res != (reconcile.Result{}) {
+		t.Fatalf("a terminal machine is requeued: %+v", res)
+	}
+	if after := testutil.ToFloat64(h.ctrl.metrics.reconciles.WithLabelValues("terminal")); after != before+1 {
+		t.Fatalf("the reconcile was not terminal: terminal reconciles %v -> %v", before, after)
+	}
+	if n := h.ctrl.opts.RateLimiter.NumRequeues("default/bad"); n != 0 {
+		t.Fatalf("retry backoff of a terminal machine kept: %d requeues", n)
 	}
 
 	// Fixing the spec triggers a reconcile that creates and clears the error.
