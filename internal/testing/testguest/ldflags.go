@@ -30,6 +30,7 @@ func BuildWith(tb testing.TB, dir, ldflags string) string {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("building guest %s with %q: %v\n%s", dir, ldflags, err, b)
 	}
+	precompile(tb, out)
 	built[key] = out
 	return out
 }

@@ -42,6 +42,7 @@ func Build(tb testing.TB, dir string) string {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("building guest %s: %v\n%s", dir, err, b)
 	}
+	precompile(tb, out)
 	built[dir] = out
 	return out
 }
