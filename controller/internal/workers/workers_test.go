@@ -19,33 +19,40 @@ func req(name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
 }
 
-// TestRequeueAfterRunsOnTheQueuesClock: a reconcile's RequeueAfter is
-// timed by the clock the queue was made with, so a test steps it instead
-// of waiting.
-func TestRequeueAfterRunsOnTheQueuesClock(t *testing.T) {
+// start runs n workers of r over a queue on a fake clock until the test
+// ends, and returns the clock and the queue.
+func start(t *testing.T, n int, r reconcile.Func) (*clocktesting.FakeClock, workers.Queue) {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Unix(1e9, 0))
 	q := workers.NewQueue("test", clk)
-	calls := make(chan reconcile.Request, 10)
-	var n atomic.Int32
-	c, err := workers.New("test", q, 2, slog.New(slog.DiscardHandler),
-		reconcile.Func(func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
-			calls <- r
-			if n.Add(1) == 1 {
-				return reconcile.Result{RequeueAfter: time.Hour}, nil
-			}
-			return reconcile.Result{}, nil
-		}))
+	c, err := workers.New("test", q, n, slog.New(slog.DiscardHandler), r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	t.Cleanup(wg.Wait)
+	t.Cleanup(cancel)
 	wg.Go(func() {
 		if err := c.Start(ctx); err != nil {
 			t.Error(err)
 		}
+	})
+	return clk, q
+}
+
+// TestRequeueAfterRunsOnTheQueuesClock: a reconcile's RequeueAfter is
+// timed by the clock the queue was made with, so a test steps it instead
+// of waiting.
+func TestRequeueAfterRunsOnTheQueuesClock(t *testing.T) {
+	calls := make(chan reconcile.Request, 10)
+	var n atomic.Int32
+	clk, q := start(t, 2, func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
+		calls <- r
+		if n.Add(1) == 1 {
+			return reconcile.Result{RequeueAfter: time.Hour}, nil
+		}
+		return reconcile.Result{}, nil
 	})
 	q.Add(req("a"))
 	if got := <-calls; got != req("a") {
@@ -80,26 +87,15 @@ func stepUntil(t *testing.T, clk *clocktesting.FakeClock, d time.Duration, calls
 // TestPanicIsRecoveredAndRetried: a reconciler that panics does not take
 // the process down; the key is retried.
 func TestPanicIsRecoveredAndRetried(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1e9, 0))
-	q := workers.NewQueue("test", clk)
 	var n atomic.Int32
 	calls := make(chan reconcile.Request, 10)
-	c, err := workers.New("test", q, 1, slog.New(slog.DiscardHandler),
-		reconcile.Func(func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
-			if n.Add(1) == 1 {
-				panic("provider bug")
-			}
-			calls <- r
-			return reconcile.Result{}, nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Go(func() { _ = c.Start(ctx) })
+	clk, q := start(t, 1, func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
+		if n.Add(1) == 1 {
+			panic("provider bug")
+		}
+		calls <- r
+		return reconcile.Result{}, nil
+	})
 	q.Add(req("b"))
 	// The retry after the panic is rate limited on the queue's clock.
 	if got := stepUntil(t, clk, time.Second, calls); got != req("b") {
