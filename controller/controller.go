@@ -4,11 +4,11 @@
 // Machine's providerSpec.value.cloudProvider.
 //
 // Its workers are controller-runtime's (a reconcile.Reconciler fed by a
-// source.Informer); around them, client-go: a shared informer for Machines
-// (through a small typed REST client, RESTMachineClient), a shared
-// informer for PersistentVolumes (the PVLister providers get), and
-// optional leader election with a Lease lock. RATIONALE.md says why not
-// (yet) controller-runtime's manager.
+// source.Informer), and so is its Machine client (RESTMachineClient, over
+// controller-runtime's uncached client); around them, client-go: a shared
+// informer for Machines, a shared informer for PersistentVolumes (the
+// PVLister providers get), and optional leader election with a Lease
+// lock. RATIONALE.md says why not (yet) controller-runtime's manager.
 package controller
 
 import (
@@ -227,8 +227,9 @@ func (c *Controller) HasSynced() bool { return c.informer.HasSynced() }
 //
 // The workers are controller-runtime's: a controller whose event source
 // is the Machine informer and whose queue is the controller's own (on
-// Options.Clock). The retries are paced here (retry), not by returning
-// errors to controller-runtime; see RATIONALE.md.
+// Options.Clock). The retries are paced here (Options.RateLimiter, a
+// provider's retry hint), not by returning errors to controller-runtime;
+// see RATIONALE.md. A controller that fails to start ends Run at once.
 func (c *Controller) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("controller: Run called twice")
@@ -277,16 +278,23 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("controller: watching Machines: %w", err)
 	}
+	// runCtx ends with ctx, or when the controller could not start (then
+	// the metrics loop stops with it, and Run returns the error).
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	var running sync.WaitGroup
 	var startErr error
-	running.Go(func() { startErr = ctrl.Start(ctx) })
+	running.Go(func() {
+		startErr = ctrl.Start(runCtx)
+		stop()
+	})
 	// The providers' own metrics are refreshed by the running (leading)
 	// controller only: a standby replica does not call providers.
-	running.Go(func() { c.runProviderMetrics(ctx, callCtx) })
+	running.Go(func() { c.runProviderMetrics(runCtx, callCtx) })
 	c.metrics.workers.Set(float64(c.opts.Workers))
 	c.log.Info("controller started")
 
-	<-ctx.Done()
+	<-runCtx.Done()
 	c.log.Info("controller stopping: waiting for reconciles in flight", "grace", c.opts.ShutdownTimeout)
 	done := make(chan struct{})
 	go func() { running.Wait(); close(done) }()
