@@ -40,7 +40,7 @@ $(BUILD)/guests/c-fake.wasm: examples/c-fake/fake.c examples/c-fake/build.sh
 ## cli: build the wasmprov command to build/wasmprov
 cli:
 	@mkdir -p $(BUILD)
-	$(GO) build -o $(BUILD)/wasmprov ./cmd/wasmprov
+	cd cmd/wasmprov && $(GO) build -o $(CURDIR)/$(BUILD)/wasmprov .
 
 ## providers: the Hetzner and fake providers as they ship: annotated with their metadata, in build/providers/
 PROVIDER_VERSION ?= 0.1.0
@@ -92,16 +92,23 @@ conformance: cli guests c-guests
 # compiles the other guests it builds (the runtime's and the registry's
 # test guests) the same way, through a plain-built helper
 # (internal/testing/testhost/precompile, $WASMPROV_TEST_PRECOMPILE).
-RACE_PKGS := ./cassette/... ./cloudprovider/... ./controller/... ./internal/hostmodule ./runtime/oci \
+RACE_PKGS := ./cassette/... ./cloudprovider/... ./internal/hostmodule ./runtime/oci \
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/wasip1
-PLAIN_PKGS := ./abi/... ./apis/... ./cloud/... ./guests/... ./hostfuncs ./provider ./internal/guesttext ./runtime/signature ./cmd/... ./conformance/... ./examples/... \
+PLAIN_PKGS := ./abi/... ./apis/... ./cloud/... ./guests/... ./hostfuncs ./provider ./internal/guesttext ./conformance/... ./examples/... \
 	./internal/testing/... ./internal/fixtures ./internal/architecture ./internal/hostmodule/wazerohost \
 	./runtime/metadata ./runtime/internal/cachefile ./runtime/internal/resultcache ./runtime/internal/memimage ./runtime/internal/precheck ./runtime/internal/wasmbin ./runtime/internal/interrupt
 
-# Examples that are modules of their own, as an embedder's code would be:
-# they import the public packages only (and the test helpers).
+# The modules beside the main (embedder) one, docs/ARCHITECTURE.md
+# "Modules": the controllers, tested with the race detector like the
+# runtime; Sigstore signing and the CLI, without (like the CLI before);
+# the test registry program, which has no tests of its own. Examples that
+# are modules of their own, as an embedder's code would be, import the
+# public packages only (and the test helpers).
+RACE_MODULES := controller
+PLAIN_MODULES := runtime/signature cmd/wasmprov
 EXAMPLE_MODULES := examples/ipam
+HOST_MODULES := $(RACE_MODULES) $(PLAIN_MODULES) internal/testing/testregistry/registryd
 
 # go test's own vet pass is off everywhere: make test (vet), test-wasmtime,
 # bench-smoke and e2e (e2e-vet) vet the same packages and their test files
@@ -119,8 +126,10 @@ test: setup modules fmt-check vet
 	  if [ -n "$$missing" ]; then echo "packages in neither test group: $$missing"; exit 1; fi
 	$(GO) test $(TESTFLAGS) -skip $(REALTIME) $(PLAIN_PKGS)
 	$(GO) test -c -o $(WASMPROV_TEST_CACHE)/bin/precompile ./internal/testing/testhost/precompile
+	@set -e; for m in $(PLAIN_MODULES) $(EXAMPLE_MODULES); do echo "cd $$m && $(GO) test ./..."; (cd $$m && $(GO) test $(TESTFLAGS) ./...); done
 	WASMPROV_TEST_PRECOMPILE=$(WASMPROV_TEST_CACHE)/bin/precompile $(GO) test -race $(TESTFLAGS) -skip $(REALTIME) $(RACE_PKGS)
-	@set -e; for m in $(EXAMPLE_MODULES); do echo "cd $$m && $(GO) test ./..."; (cd $$m && $(GO) test $(TESTFLAGS) ./...); done
+	@set -e; for m in $(RACE_MODULES); do echo "cd $$m && $(GO) test -race ./..."; \
+	  (cd $$m && WASMPROV_TEST_PRECOMPILE=$(WASMPROV_TEST_CACHE)/bin/precompile $(GO) test -race $(TESTFLAGS) ./...); done
 
 # Tests whose assertion is a wall-clock bound on a sandbox guarantee (a call
 # returns at its deadline, a GC is not stalled by a spinning guest) are named
@@ -145,7 +154,7 @@ test-realtime:
 # once, in make test.
 WASMTIME_PKGS := ./runtime ./runtime/internal/engine/... ./runtime/internal/wasip1 ./runtime/internal/precheck \
 	./runtime/internal/mmapmem ./runtime/registry ./internal/hostmodule ./conformance/... ./examples/hetzner/e2e_test
-WASMTIME_ONLY := ./runtime/internal/interrupt:Wasmtime ./cmd/wasmprov:TestMachineControllerDropIn
+WASMTIME_ONLY := ./runtime/internal/interrupt:Wasmtime
 test-wasmtime: setup
 	CGO_ENABLED=1 $(GO) vet -tags wasmtime ./runtime/... ./internal/hostmodule
 	CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime $(TESTFLAGS) -skip $(REALTIME) $(WASMTIME_PKGS)
@@ -155,11 +164,13 @@ test-wasmtime: setup
 	  echo "CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime $(TESTFLAGS) -run $${t##*:} $${t%%:*}"; \
 	  CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime $(TESTFLAGS) -run "$${t##*:}" "$${t%%:*}"; \
 	done
+	cd cmd/wasmprov && CGO_ENABLED=1 WASMPROV_ENGINE=wasmtime $(GO) test -tags wasmtime $(TESTFLAGS) -run TestMachineControllerDropIn .
 
 ## vet: go vet of the host and of the wasip1 guest code
 vet:
 	$(GO) vet ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./abi/... ./guests/... ./examples/...
+	@set -e; for m in $(HOST_MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
 	@set -e; for m in $(EXAMPLE_MODULES); do (cd $$m && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...); done
 
 ## fmt-check: fail if a tracked Go file needs gofmt
@@ -254,7 +265,7 @@ DEBIAN_PACKAGES := wabt clang lld wasi-libc libclang-rt-dev-wasm32
 
 # The modules beside the main one (NESTED_MODULES) are downloaded here, not
 # by a test: internal/architecture lists their packages with GOPROXY=off.
-NESTED_MODULES := bench e2e $(EXAMPLE_MODULES)
+NESTED_MODULES := $(HOST_MODULES) $(EXAMPLE_MODULES) bench e2e cmd/wasmprov/testdata/machine-controller
 ## modules: download the Go modules of the main module and of the modules beside it
 modules:
 	$(GO) mod download

@@ -36,7 +36,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -273,7 +272,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ctrl.Watch(&source.TypedInformer[client.Object, reconcile.Request]{
+	if err := ctrl.Watch(&source.Informer{
 		Informer: c.informer, Handler: &handler.EnqueueRequestForObject{},
 	}); err != nil {
 		return fmt.Errorf("controller: watching Machines: %w", err)

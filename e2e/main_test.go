@@ -106,11 +106,11 @@ func runMain(m *testing.M) int {
 
 	start = time.Now()
 	binary = filepath.Join(tmp, "wasmprov")
-	buildArgs := []string{"-o", binary, "./cmd/wasmprov"}
+	buildArgs := []string{"-o", binary, "."}
 	if os.Getenv("E2E_RACE") != "" { // the controller processes run with the race detector
 		buildArgs = append([]string{"-race"}, buildArgs...)
 	}
-	if err := goBuild(root, nil, buildArgs...); err != nil {
+	if err := goBuild(filepath.Join(root, "cmd", "wasmprov"), nil, buildArgs...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

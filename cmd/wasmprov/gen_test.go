@@ -9,9 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
 
 	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/internal/testing/testhost"
@@ -94,11 +98,14 @@ func TestGenMCAdapterFlags(t *testing.T) {
 	}
 }
 
-// TestMachineControllerDropIn is the acceptance test of the generator: in
-// a copy of an upstream-shaped machine-controller tree (testdata), the one
-// generated file plus the one entry of the providers map give a provider
-// that builds, vets, and runs the Hetzner guest through machine-
-// controller's own types against the API simulator.
+// TestMachineControllerDropIn is the acceptance test of the generator and
+// of the embedder module's requirements: in a copy of an upstream-shaped
+// machine-controller tree (testdata) whose go.mod carries upstream's own
+// versions, docs/MACHINE-CONTROLLER.md's steps (the generated file, the
+// providers map entry, wasmprov required and tidied) leave every existing
+// requirement as it was, and give a provider that builds, vets, and runs
+// the Hetzner guest through machine-controller's own types against the
+// API simulator.
 func TestMachineControllerDropIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds and tests a second Go module (about a minute warm)")
@@ -115,28 +122,11 @@ func TestMachineControllerDropIn(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "machine-controller")
 	copyTree(t, filepath.Join("testdata", "machine-controller"), dir)
-	// The tree as upstream has it: no wasmprov in its go.mod until the
-	// maintainer's step 2, below.
-	gomod := filepath.Join(dir, "go.mod")
-	b, err := os.ReadFile(gomod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const rel = "github.com/wasmprov/wasmprov => ../../../.."
-	if !bytes.Contains(b, []byte(rel)) {
-		t.Fatalf("testdata go.mod lacks %q", rel)
-	}
 
 	engine := testhost.Engine()
 	if engine == "" {
 		engine = runtime.EngineWazero
 	}
-	out := filepath.Join(dir, "pkg", "cloudprovider", "provider", "hetznerwasm", "provider.go")
-	if code, _, errOut := runCLI(t, "gen", "machine-controller-adapter", "--provider", "hetzner-wasm",
-		"--engine", string(engine), "--boilerplate", filepath.Join(dir, "hack", "boilerplate", "boilerplate.go.txt"), "-o", out); code != 0 {
-		t.Fatalf("generating: exit %d: %s", code, errOut)
-	}
-
 	policy := filepath.Join(t.TempDir(), "hetzner-wasm.yaml")
 	// Validate and AddDefaults carry no Machine, hence no namespace: the
 	// Secret's must be allowed by name.
@@ -144,12 +134,15 @@ func TestMachineControllerDropIn(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(pol), 0o644); err != nil {
 		t.Fatal(err)
 	}
-
 	var flags []string
 	if engine == runtime.EngineWasmtime {
 		flags = append(flags, "-tags", "wasmtime")
 	}
-	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=",
+	// No network: make modules downloaded the tree's modules and
+	// wasmprov's; the checksums of the modules wasmprov adds come from
+	// that module cache (GOSUMDB=off), which verified them when it
+	// downloaded them.
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off",
 		"WASMPROV_HETZNER_WASM_MODULE="+wasm,
 		"WASMPROV_HETZNER_WASM_POLICY="+policy,
 		"WASMPROV_HETZNER_WASM_CACHE_DIR="+testguest.CompilationCacheDir(t))
@@ -160,20 +153,55 @@ func TestMachineControllerDropIn(t *testing.T) {
 		cmd.Dir, cmd.Env = dir, env
 		b, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("go %s in the machine-controller tree: %v\n%s", strings.Join(args, " "), err, b)
+			t.Fatalf("go %s in the machine-controller tree: %v\n%s\nfix: make modules (downloads the tree's modules), then see docs/MACHINE-CONTROLLER.md", strings.Join(args, " "), err, b)
 		}
 		t.Logf("go %s: %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
 		return string(b)
 	}
-	// As a maintainer does after adding the file (docs/MACHINE-CONTROLLER.md,
-	// step 2, from a checkout): require and replace wasmprov, go mod tidy.
-	// wasmprov's own go.sum vouches for the modules it needs, so no
-	// checksum lookup is made.
-	mergeGoSum(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
-	run("mod", "edit", "-droprequire=github.com/wasmprov/wasmprov", "-dropreplace=github.com/wasmprov/wasmprov")
+
+	// The tree as upstream has it: its go.mod is what go mod tidy makes of
+	// it, so the comparison below starts from an honest "before".
+	run("mod", "tidy", "-diff")
+	before := readRequirements(t, filepath.Join(dir, "go.mod"))
+
+	// Step 1: the generated file.
+	out := filepath.Join(dir, "pkg", "cloudprovider", "provider", "hetznerwasm", "provider.go")
+	if code, _, errOut := runCLI(t, "gen", "machine-controller-adapter", "--provider", "hetzner-wasm",
+		"--engine", string(engine), "--boilerplate", filepath.Join(dir, "hack", "boilerplate", "boilerplate.go.txt"), "-o", out); code != 0 {
+		t.Fatalf("generating: exit %d: %s", code, errOut)
+	}
+	// Step 2: the providers map entry, as the document shows it, and
+	// wasmprov's lifecycle test beside it (testdata/machine-controller-overlay).
+	addProviderEntry(t, filepath.Join(dir, "pkg", "cloudprovider", "provider.go"))
+	copyTree(t, filepath.Join("testdata", "machine-controller-overlay"), dir)
 	// Step 2 from a checkout, verbatim but for the checkout's path.
 	run("mod", "edit", "-require=github.com/wasmprov/wasmprov@v0.0.0", "-replace=github.com/wasmprov/wasmprov="+root)
 	run("mod", "tidy")
+
+	after := readRequirements(t, filepath.Join(dir, "go.mod"))
+	for path, v := range before {
+		if av, ok := after[path]; !ok {
+			t.Errorf("adding wasmprov dropped %s %s from the tree's go.mod", path, v)
+		} else if av != v {
+			t.Errorf("adding wasmprov changed %s from %s to %s in the tree's go.mod: the embedder module "+
+				"(github.com/wasmprov/wasmprov) requires a newer version than machine-controller has; "+
+				"fix: lower that requirement in wasmprov's go.mod", path, v, av)
+		}
+	}
+	upstream := readUpstreamRequirements(t, filepath.Join("testdata", "machine-controller-upstream-requirements.txt"))
+	var added []string
+	for path, v := range after {
+		if _, ok := before[path]; !ok {
+			added = append(added, path+" "+v)
+		}
+		if uv, ok := upstream[path]; ok && semver.Compare(v, uv) > 0 {
+			t.Errorf("the tree now requires %s %s; machine-controller pins %s: adding wasmprov to upstream's tree would upgrade it; "+
+				"fix: lower that requirement in wasmprov's go.mod", path, v, uv)
+		}
+	}
+	sort.Strings(added)
+	t.Logf("go.mod: %d requirements kept, %d added:\n\t%s", len(before), len(added), strings.Join(added, "\n\t"))
+
 	run(append(append([]string{"vet"}, flags...), "./...")...)
 	res := run(append(append([]string{"test", "-count=1", "-v"}, flags...), "-run", "^TestLifecycle$", "./pkg/cloudprovider/")...)
 	if !strings.Contains(res, "--- PASS: TestLifecycle") {
@@ -190,30 +218,78 @@ func TestMachineControllerDropIn(t *testing.T) {
 	}
 }
 
-// mergeGoSum adds the lines of from missing in to.
-func mergeGoSum(t *testing.T, from, to string) {
+// providerEntry and providerImport are docs/MACHINE-CONTROLLER.md's step
+// 2: the map entry and the import of the generated package.
+const (
+	providerEntry = `	"hetzner-wasm": func(cvr providerconfig.ConfigVarResolver) cloudprovidertypes.Provider {
+		return hetznerwasm.New(cvr)
+	},
+`
+	providerImport = `	"k8c.io/machine-controller/pkg/cloudprovider/provider/hetznerwasm"
+`
+)
+
+// addProviderEntry adds the wasm provider to the providers map of the
+// tree's provider.go, as a maintainer does by hand.
+func addProviderEntry(t *testing.T, file string) {
 	t.Helper()
-	a, err := os.ReadFile(from)
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(to)
+	s := string(b)
+	const mapOpen = "cloudprovidertypes.Provider{\n"
+	const importOpen = "import (\n"
+	if strings.Count(s, mapOpen) != 1 || strings.Count(s, importOpen) != 1 {
+		t.Fatalf("%s: no single providers map and import block to add the entry to", file)
+	}
+	s = strings.Replace(s, mapOpen, mapOpen+providerEntry, 1)
+	s = strings.Replace(s, importOpen, importOpen+providerImport, 1)
+	formatted, err := format.Source([]byte(s))
+	if err != nil {
+		t.Fatalf("%s with the entry: %v", file, err)
+	}
+	if err := os.WriteFile(file, formatted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readRequirements returns the requirements of a go.mod, path to version.
+func readRequirements(t *testing.T, file string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	have := map[string]bool{}
+	f, err := modfile.ParseLax(file, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range f.Require {
+		out[r.Mod.Path] = r.Mod.Version
+	}
+	return out
+}
+
+// readUpstreamRequirements reads testdata's list of machine-controller's
+// requirements: "path version" lines, # comments.
+func readUpstreamRequirements(t *testing.T, file string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
 	for _, l := range strings.Split(string(b), "\n") {
-		have[l] = true
-	}
-	out := strings.TrimRight(string(b), "\n") + "\n"
-	for _, l := range strings.Split(string(a), "\n") {
-		if l != "" && !have[l] {
-			out += l + "\n"
+		if f := strings.Fields(l); len(f) == 2 && !strings.HasPrefix(l, "#") {
+			out[f[0]] = f[1]
 		}
 	}
-	if err := os.WriteFile(to, []byte(out), 0o644); err != nil {
-		t.Fatal(err)
+	if len(out) < 100 {
+		t.Fatalf("%s lists only %d requirements", file, len(out))
 	}
+	return out
 }
 
 // copyTree copies the regular files under src to dst.

@@ -82,7 +82,15 @@ func runNew(_ context.Context, args []string) error {
 	if modulePath(gomod) != wasmprovModule {
 		return fmt.Errorf("%s is not a wasmprov checkout (module %q)", root, modulePath(gomod))
 	}
-	gosum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	// The project's `make conformance` runs this command from the
+	// checkout, so its go.mod and go.sum are this command's module's, a
+	// superset of the main module's.
+	cliDir := filepath.Join(root, "cmd", "wasmprov")
+	climod, err := os.ReadFile(filepath.Join(cliDir, "go.mod"))
+	if err != nil {
+		return fmt.Errorf("--wasmprov: %w", err)
+	}
+	gosum, err := os.ReadFile(filepath.Join(cliDir, "go.sum"))
 	if err != nil {
 		return err
 	}
@@ -107,19 +115,33 @@ func runNew(_ context.Context, args []string) error {
 			return err
 		}
 	}
-	// go.mod: wasmprov from the checkout, and wasmprov's own requirements,
-	// so the project builds offline from the same module cache with no
-	// `go mod tidy`; go.sum is wasmprov's.
+	// go.mod: wasmprov's modules from the checkout, and the command's
+	// requirements, so the project builds offline from the same module
+	// cache with no `go mod tidy`; go.sum is the command's.
 	var mod bytes.Buffer
-	fmt.Fprintf(&mod, "module %s\n\ngo %s\n\nrequire %s v0.0.0-00010101000000-000000000000\n\n", *module, goVersion(gomod), wasmprovModule)
-	if reqs := requirements(gomod); len(reqs) > 0 {
+	fmt.Fprintf(&mod, "module %s\n\ngo %s\n\nrequire (\n\t%s v0.0.0-00010101000000-000000000000\n\t%s v0.0.0-00010101000000-000000000000\n)\n\n",
+		*module, goVersion(gomod), wasmprovModule, wasmprovModule+"/cmd/wasmprov")
+	var reqs []string
+	for _, r := range requirements(climod) {
+		if !strings.HasPrefix(r, wasmprovModule) {
+			reqs = append(reqs, r)
+		}
+	}
+	if len(reqs) > 0 {
 		mod.WriteString("require (\n")
 		for _, r := range reqs {
 			fmt.Fprintf(&mod, "\t%s // indirect\n", r)
 		}
 		mod.WriteString(")\n\n")
 	}
-	fmt.Fprintf(&mod, "replace %s => %s\n", wasmprovModule, root)
+	mod.WriteString("replace (\n")
+	fmt.Fprintf(&mod, "\t%s => %s\n\t%s => %s\n", wasmprovModule, root, wasmprovModule+"/cmd/wasmprov", cliDir)
+	for _, r := range localReplaces(climod) {
+		if r[0] != wasmprovModule {
+			fmt.Fprintf(&mod, "\t%s => %s\n", r[0], filepath.Join(cliDir, r[1]))
+		}
+	}
+	mod.WriteString(")\n")
 	if err := writeNew(filepath.Join(dir, "go.mod"), mod.Bytes()); err != nil {
 		return err
 	}
@@ -166,6 +188,36 @@ func goVersion(gomod []byte) string {
 		}
 	}
 	return "1.26.0"
+}
+
+// localReplaces returns the [path, dir] pairs of the replace directives of
+// a go.mod that name a directory (the modules beside the main one).
+func localReplaces(gomod []byte) [][2]string {
+	var out [][2]string
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(gomod))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		switch {
+		case line == "replace (":
+			in = true
+			continue
+		case in && line == ")":
+			in = false
+			continue
+		case strings.HasPrefix(line, "replace "):
+			line = strings.TrimPrefix(line, "replace ")
+		case !in:
+			continue
+		}
+		if f := strings.Fields(line); len(f) == 3 && f[1] == "=>" && strings.HasPrefix(f[2], ".") {
+			out = append(out, [2]string{f[0], f[2]})
+		}
+	}
+	return out
 }
 
 // requirements returns "path version" for every requirement of a go.mod.

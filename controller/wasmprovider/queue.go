@@ -17,7 +17,6 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -68,9 +67,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ctrl.Watch(&source.TypedInformer[client.Object, reconcile.Request]{
+	if err := ctrl.Watch(&source.Informer{
 		Informer: r.informer, Handler: &handler.EnqueueRequestForObject{},
-		Predicates: []predicate.TypedPredicate[client.Object]{predicate.Funcs{UpdateFunc: changedBeyondStatus}},
+		Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: changedBeyondStatus}},
 	}); err != nil {
 		return fmt.Errorf("wasmprovider: watching WasmProviders: %w", err)
 	}

@@ -165,10 +165,12 @@ func tableTitles(entries []docEntry) map[string]string {
 	return titles
 }
 
-// exampleModulePackages lists the package directories of the example
-// modules (examples/*/go.mod): code an embedder would write, documented
-// with the module's own packages. They are read from the tree, not with
-// go list, which would download each module's dependencies.
+// exampleModulePackages lists the package directories of the modules
+// beside the main one that are documented with it: the example modules
+// (examples/*/go.mod, code an embedder would write) and the host's own
+// (hostModules: the controllers, the CLI, Sigstore signing). They are read
+// from the tree, not with go list, which would need each module's
+// dependencies.
 func exampleModulePackages(t *testing.T, root string) []string {
 	t.Helper()
 	mods, err := filepath.Glob(filepath.Join(root, "examples", "*", "go.mod"))
@@ -178,6 +180,9 @@ func exampleModulePackages(t *testing.T, root string) []string {
 	if len(mods) == 0 {
 		t.Fatal("no examples/*/go.mod: the example modules moved; update exampleModulePackages")
 	}
+	for _, m := range hostModules {
+		mods = append(mods, filepath.Join(root, m, "go.mod"))
+	}
 	var pkgs []string
 	for _, m := range mods {
 		err := filepath.WalkDir(filepath.Dir(m), func(p string, d os.DirEntry, err error) error {
@@ -186,6 +191,9 @@ func exampleModulePackages(t *testing.T, root string) []string {
 			}
 			if d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") {
 				return filepath.SkipDir // as the go command skips them
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && p != filepath.Dir(m) {
+				return filepath.SkipDir // a module of its own
 			}
 			gos, _ := filepath.Glob(filepath.Join(p, "*.go"))
 			if slices.ContainsFunc(gos, func(f string) bool { return !strings.HasSuffix(f, "_test.go") }) {

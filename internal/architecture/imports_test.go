@@ -1,7 +1,9 @@
 package architecture_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,13 +19,33 @@ func deps(t *testing.T, pkg string, tags ...string) []string {
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
-	cmd := exec.Command("go", append(args, "./"+pkg)...)
-	cmd.Dir = testguest.Root()
+	// pkg may be in a module beside the main one (cmd/wasmprov,
+	// controller): go list runs in the module that holds it.
+	dir, rel := moduleOf(t, pkg)
+	cmd := exec.Command("go", append(args, "./"+rel)...)
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -deps ./%s: %v", pkg, err)
 	}
 	return strings.Fields(string(out))
+}
+
+// moduleOf returns the directory of the module that holds pkg (a path
+// under the repository) and pkg's path relative to it.
+func moduleOf(t *testing.T, pkg string) (dir, rel string) {
+	t.Helper()
+	root := testguest.Root()
+	for d := pkg; d != "."; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(root, d, "go.mod")); err == nil {
+			r, err := filepath.Rel(d, pkg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(root, d), r
+		}
+	}
+	return root, pkg
 }
 
 // TestImportInvariants: the rules of docs/ARCHITECTURE.md, "Who imports

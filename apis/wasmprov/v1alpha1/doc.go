@@ -9,7 +9,7 @@
 //
 // zz_generated.deepcopy.go is written by hand (this module does not run
 // deepcopy-gen); deepcopy_test.go fails when a field is shared. The CRD is
-// controller/crd/wasmprov.io_wasmproviders.yaml; crd_test.go keeps its
+// controller/crd/wasmprov.io_wasmproviders.yaml; its test there keeps its
 // schema and these types in step.
 //
 // +k8s:deepcopy-gen=package,register

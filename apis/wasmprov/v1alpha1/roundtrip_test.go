@@ -3,10 +3,7 @@ package v1alpha1_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,14 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
-	wasmruntime "github.com/wasmprov/wasmprov/runtime"
-	"github.com/wasmprov/wasmprov/runtime/signature"
 )
-
-const examplesDir = "../../../controller/deploy/examples"
 
 // fullWasmProvider returns a WasmProvider with every field of the API set
 // to a value that survives JSON (times at second precision, RawExtensions
@@ -161,89 +153,6 @@ func newScheme(t *testing.T) *runtime.Scheme {
 		t.Fatalf("AddToScheme: %v", err)
 	}
 	return scheme
-}
-
-func TestExamplesDecodeStrictly(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, f := range files {
-		names[filepath.Base(f)] = true
-	}
-	for _, want := range []string{"wasmprovider-hetzner.yaml", "wasmprovider-configmap.yaml"} {
-		if !names[want] {
-			t.Errorf("%s: missing from %s", want, examplesDir)
-		}
-	}
-	codecs := serializer.NewCodecFactory(newScheme(t), serializer.EnableStrict)
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			y, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			j, err := yaml.YAMLToJSONStrict(y)
-			if err != nil {
-				t.Fatalf("YAML: %v", err)
-			}
-			var wp v1alpha1.WasmProvider
-			if err := strictUnmarshal(j, &wp); err != nil {
-				t.Fatalf("strict decode: %v", err)
-			}
-			if wp.APIVersion != "wasmprov.io/v1alpha1" || wp.Kind != "WasmProvider" {
-				t.Errorf("apiVersion/kind = %q/%q", wp.APIVersion, wp.Kind)
-			}
-			// The codec client-go uses must pick the registered type too.
-			obj, gvk, err := codecs.UniversalDeserializer().Decode(y, nil, nil)
-			if err != nil {
-				t.Fatalf("codec decode: %v", err)
-			}
-			if *gvk != v1alpha1.SchemeGroupVersion.WithKind("WasmProvider") {
-				t.Errorf("codec GVK = %v", *gvk)
-			}
-			if !apiequality.Semantic.DeepEqual(obj, &wp) {
-				t.Errorf("codec and strict decode disagree")
-			}
-			checkExampleSemantics(t, &wp)
-		})
-	}
-}
-
-// checkExampleSemantics holds an example to what the CRD's validation and
-// the controller require, as far as that can be checked without an API
-// server: one source, verify only with an image, a verify block that
-// runtime/signature accepts and a policy that runtime.ParsePolicy accepts
-// (both strict: a misspelt field in an example fails here).
-func checkExampleSemantics(t *testing.T, wp *v1alpha1.WasmProvider) {
-	t.Helper()
-	s := wp.Spec.Source
-	n := 0
-	for _, set := range []bool{s.Image != nil, s.ConfigMap != nil, s.URL != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		t.Errorf("%d sources set, want exactly one", n)
-	}
-	if wp.Spec.Verify != nil {
-		if s.Image == nil {
-			t.Error("verify without an image source")
-		}
-		if _, err := signature.ParsePolicy(wp.Spec.Verify.Raw, t.TempDir()); err != nil {
-			t.Errorf("spec.verify: %v", err)
-		}
-	}
-	if wp.Spec.Policy != nil {
-		if _, err := wasmruntime.ParsePolicy(wp.Spec.Policy.Raw); err != nil {
-			t.Errorf("spec.policy: %v", err)
-		}
-	}
-	if s.Image != nil && !strings.Contains(s.Image.Ref, "@sha256:") {
-		t.Errorf("image example %q is not pinned by digest", s.Image.Ref)
-	}
 }
 
 func TestUnknownFieldIsRefused(t *testing.T) {

@@ -185,8 +185,10 @@ func registryd(t testing.TB) string {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command("go", "build", "-o", tmp.Name(), "./internal/testing/testregistry/registryd")
-	cmd.Dir = testguest.Root()
+	// registryd is a module of its own (distribution stays out of the
+	// embedder module's go.mod); make modules downloads its dependencies.
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), ".")
+	cmd.Dir = filepath.Join(testguest.Root(), "internal", "testing", "testregistry", "registryd")
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the test registry: %v\n%s", err, b)

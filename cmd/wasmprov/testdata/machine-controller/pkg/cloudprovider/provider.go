@@ -4,7 +4,6 @@ package cloudprovider
 import (
 	"errors"
 
-	"k8c.io/machine-controller/pkg/cloudprovider/provider/hetznerwasm"
 	cloudprovidertypes "k8c.io/machine-controller/pkg/cloudprovider/types"
 	"k8c.io/machine-controller/sdk/providerconfig"
 )
@@ -13,11 +12,9 @@ import (
 var ErrProviderNotFound = errors.New("cloudprovider not found")
 
 var providers = map[providerconfig.CloudProvider]func(cvr providerconfig.ConfigVarResolver) cloudprovidertypes.Provider{
-	// The entry a maintainer adds for a wasm provider: its package is the
-	// one file `wasmprov gen machine-controller-adapter` writes.
-	"hetzner-wasm": func(cvr providerconfig.ConfigVarResolver) cloudprovidertypes.Provider {
-		return hetznerwasm.New(cvr)
-	},
+	// Upstream's entries, one per in-tree provider, are left out of this
+	// stand-in. TestMachineControllerDropIn adds the wasm provider's entry
+	// here, as docs/MACHINE-CONTROLLER.md's step 2 says.
 }
 
 // ForProvider returns the provider for p.

@@ -1,4 +1,4 @@
-package v1alpha1_test
+package crd_test
 
 import (
 	"bytes"
@@ -29,7 +29,12 @@ import (
 // required lists must be the fields without omitempty, and descriptions
 // must be the Go doc comments.
 
-const crdPath = "../../../controller/crd/wasmprov.io_wasmproviders.yaml"
+const (
+	crdPath = "wasmprov.io_wasmproviders.yaml"
+	// typesGo is the API types' source, whose doc comments are the
+	// schema's descriptions.
+	typesGo = "../../apis/wasmprov/v1alpha1/types.go"
+)
 
 type obj = map[string]any
 
@@ -83,13 +88,13 @@ func openAPISchema(t *testing.T, c obj) obj {
 	return at(t, versions[0], "schema", "openAPIV3Schema").(obj)
 }
 
-// goDocs reads types.go and returns the doc comments of its types
+// goDocs reads typesGo and returns the doc comments of its types
 // ("Source") and struct fields ("Source.Image"), normalised: marker lines
 // (+kubebuilder:…, +listType=…) dropped, white space collapsed.
 func goDocs(t *testing.T) map[string]string {
 	t.Helper()
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "types.go", nil, parser.ParseComments)
+	f, err := parser.ParseFile(fset, typesGo, nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -625,4 +630,13 @@ func TestCRDValidation(t *testing.T) {
 			t.Errorf("url %q: loopback pattern accepts %v, want %v", u, !want, want)
 		}
 	}
+}
+
+func newScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatalf("AddToScheme: %v", err)
+	}
+	return scheme
 }
