@@ -7,8 +7,9 @@
 // source.Informer), and so is its Machine client (RESTMachineClient, over
 // controller-runtime's uncached client); around them, client-go: a shared
 // informer for Machines, a shared informer for PersistentVolumes (the
-// PVLister providers get), and optional leader election with a Lease
-// lock. RATIONALE.md says why not (yet) controller-runtime's manager.
+// PVLister providers get). It runs in controller-runtime's manager
+// (NewManager, SetupWithManager), which elects the leader with a Lease;
+// RATIONALE.md says why the workers are not the builder's.
 package controller
 
 import (
@@ -93,6 +94,13 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// OnLeadershipChange, if set, is called with true when Run starts
+	// (under a manager with leader election: when this replica starts
+	// leading) and with false when Run returns, after IsLeader changed.
+	// It must not block. Work that runs on every replica but acts only on
+	// the leader (a WasmProvider reconciler writing status) uses it to
+	// catch up at once.
+	OnLeadershipChange func(leading bool)
 	// Clock times the requeues (PollInterval, the retry and deletion
 	// backoffs, a provider's retry hint), the MetricsInterval ticker and
 	// the ShutdownTimeout grace (default: the real clock). Tests step a
@@ -111,8 +119,8 @@ type KubeClient interface {
 	CoordinationV1() coordinationv1client.CoordinationV1Interface
 }
 
-// Controller reconciles Machines. Create it with New and start it once
-// with Run or RunWithLeaderElection.
+// Controller reconciles Machines. Create it with New and start it once,
+// with Run or in a manager (SetupWithManager, NewManager).
 type Controller struct {
 	opts     Options
 	log      *slog.Logger
@@ -124,9 +132,8 @@ type Controller struct {
 	// deleteBackoff paces Cleanup calls of deletions in progress.
 	deleteBackoff workqueue.TypedRateLimiter[string]
 	started       atomic.Bool
-	// electing is set by RunWithLeaderElection before it starts the
-	// elector; leading while this replica leads (see IsLeader).
-	electing, leading atomic.Bool
+	// leading while Run runs (see IsLeader).
+	leading atomic.Bool
 }
 
 // New validates opts and builds the controller's informers and queue.
@@ -234,12 +241,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("controller: Run called twice")
 	}
 	defer c.queue.ShutDown()
-	if !c.electing.Load() {
-		// Without leader election this replica is the only one: it leads
-		// for as long as it runs.
-		c.leading.Store(true)
-		defer c.leading.Store(false)
-	}
+	// Run runs while this replica leads (a manager with leader election
+	// starts it once elected), and leads until it returned: after the
+	// reconciles in flight finished.
+	c.setLeading(true)
+	defer c.setLeading(false)
 
 	// Informers outlive ctx until the workers are done: a Delete in flight
 	// may still list PersistentVolumes.

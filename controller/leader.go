@@ -1,19 +1,22 @@
 package controller
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// LeaderElection configures RunWithLeaderElection.
+// LeaderElection configures the Lease NewManager elects a leader with.
 type LeaderElection struct {
 	// Namespace and Name of the Lease (default "kube-system"/"wasmprov-controller").
 	Namespace, Name string
@@ -22,30 +25,63 @@ type LeaderElection struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod as in client-go
 	// (defaults 15s, 10s, 2s).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// OnLeadershipChange, if set, is called with true when this replica
-	// starts leading and with false when it stops (the Lease lost, or
-	// released at shutdown), after IsLeader changed. Calls come one at a
-	// time, true and false alternating, starting with true; a replica
-	// that never led gets none. It must not block: it runs on the
-	// elector's path. Work that runs on every replica but acts only on
-	// the leader (a WasmProvider reconciler writing status) uses it to
-	// catch up at once.
-	OnLeadershipChange func(leading bool)
 }
 
-// ErrLeadershipLost is returned by RunWithLeaderElection when the Lease
-// could not be renewed: the process should exit so that it never works
-// alongside the new leader.
-var ErrLeadershipLost = errors.New("leader election lost")
-
-// RunWithLeaderElection runs the controller only while this replica holds
-// the Lease. It returns nil when ctx is cancelled (after reconciles in
-// flight finished and the Lease was released, so a standby takes over at
-// once) and ErrLeadershipLost when the Lease was lost.
-func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElection) error {
-	if c.opts.Kube == nil {
-		return errors.New("controller: leader election needs Options.Kube")
+// NewManager returns the controller-runtime manager the controllers run
+// in (SetupWithManager): with le, only the replica holding the Lease runs
+// the Machine controller; with le nil, this replica always does.
+//
+// The manager is configured for the controllers' shutdown rule (RATIONALE
+// point 3): it waits for its runnables without a limit of its own (the
+// Machine controller bounds its drain by Options.ShutdownTimeout), and
+// releases the Lease only after they all returned, so a standby never
+// starts a Create while this replica's still runs. When the Lease is lost
+// instead, Start returns controller-runtime's "leader election lost" at
+// once, without waiting: the process must then exit, as another replica
+// may already lead.
+//
+// The manager serves no metrics or health endpoints of its own (the CLI's
+// -metrics-address serves both, controller-runtime's metrics included),
+// and its cache and client are unused: the controllers keep their own
+// informers and uncached clients (RATIONALE.md).
+func NewManager(cfg *rest.Config, kube KubeClient, le *LeaderElection, log *slog.Logger) (manager.Manager, error) {
+	if log == nil {
+		log = slog.Default()
 	}
+	forever := time.Duration(-1)
+	opts := manager.Options{
+		Scheme:                  Scheme,
+		Logger:                  logr.FromSlogHandler(log.Handler()),
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		GracefulShutdownTimeout: &forever,
+	}
+	if le != nil {
+		if kube == nil {
+			return nil, errors.New("controller: leader election needs a Kubernetes client")
+		}
+		l := le.withDefaults()
+		opts.LeaderElection = true
+		opts.LeaderElectionID = l.Name
+		opts.LeaderElectionNamespace = l.Namespace
+		opts.LeaderElectionReleaseOnCancel = true
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &l.LeaseDuration, &l.RenewDeadline, &l.RetryPeriod
+		// The Lease through the given client, so that tests can hand a
+		// fake of coordination/v1 (internal/testing/kubefake).
+		opts.LeaderElectionResourceLockInterface = &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: l.Namespace, Name: l.Name},
+			Client:     kube.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: l.Identity},
+		}
+		log.Info("leader election", "identity", l.Identity, "lease", l.Namespace+"/"+l.Name)
+	}
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("controller: manager: %w", err)
+	}
+	return mgr, nil
+}
+
+func (le LeaderElection) withDefaults() LeaderElection {
 	if le.Namespace == "" {
 		le.Namespace = "kube-system"
 	}
@@ -65,102 +101,25 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	if le.RetryPeriod <= 0 {
 		le.RetryPeriod = 2 * time.Second
 	}
-	c.electing.Store(true)
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
-		Client:     c.opts.Kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
-	}
-
-	// The elector runs on its own context, cancelled only once the
-	// controller has drained: the Lease is released (ReleaseOnCancel) after
-	// the last provider call returned, never while one still runs.
-	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer leCancel()
-	started := make(chan struct{})
-	runErr := make(chan error, 1)
-	// notLeading is closed once IsLeader turned false after leading: the
-	// change runs on the AfterFunc's goroutine, and Run must not return
-	// while IsLeader still says true.
-	notLeading := make(chan struct{})
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   le.LeaseDuration,
-		RenewDeadline:   le.RenewDeadline,
-		RetryPeriod:     le.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            le.Name,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leading context.Context) {
-				close(started)
-				c.log.Info("became leader", "identity", le.Identity, "lease", le.Namespace+"/"+le.Name)
-				c.setLeading(true, le.OnLeadershipChange)
-				// leading is done as soon as the Lease is lost, or (at
-				// shutdown) just before it is released: from then on
-				// another replica may lead.
-				context.AfterFunc(leading, func() {
-					c.setLeading(false, le.OnLeadershipChange)
-					close(notLeading)
-				})
-				runCtx, cancel := context.WithCancel(ctx)
-				stop := context.AfterFunc(leading, cancel)
-				defer stop()
-				err := c.Run(runCtx)
-				cancel()
-				runErr <- err
-				leCancel()
-			},
-			OnStoppedLeading: func() {
-				c.log.Info("stopped leading", "identity", le.Identity)
-			},
-			OnNewLeader: func(id string) {
-				if id != le.Identity {
-					c.log.Info("another replica leads", "leader", id)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
-	stopWaiting := context.AfterFunc(ctx, func() {
-		select {
-		case <-started: // the leader path cancels leCtx after draining
-		default:
-			leCancel()
-		}
-	})
-	defer stopWaiting()
-
-	elector.Run(leCtx)
-
-	select {
-	case <-started:
-		err := <-runErr
-		// elector.Run has returned, which ended leading: the change is
-		// under way, if not done.
-		<-notLeading
-		if err != nil {
-			return err
-		}
-		if ctx.Err() == nil {
-			return ErrLeadershipLost
-		}
-		return nil
-	default:
-		return nil // cancelled before becoming leader
-	}
+	return le
 }
 
-// IsLeader reports whether this replica leads now: under
-// RunWithLeaderElection, while it holds the Lease; under Run (no
-// election), while Run runs. It is false before either starts.
+// SetupWithManager adds the controller to mgr as a runnable that needs
+// leader election: it runs (Run) while this replica leads, and only then.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	return mgr.Add(manager.RunnableFunc(c.Run))
+}
+
+// IsLeader reports whether this replica leads now: while Run runs, which
+// under a manager with leader election is while it holds the Lease. It is
+// false before Run starts and after it returned.
 func (c *Controller) IsLeader() bool { return c.leading.Load() }
 
-// setLeading records a leadership change and tells hook about it.
-func (c *Controller) setLeading(leading bool, hook func(bool)) {
+// setLeading records a leadership change and tells
+// Options.OnLeadershipChange about it.
+func (c *Controller) setLeading(leading bool) {
 	c.leading.Store(leading)
-	if hook != nil {
-		hook(leading)
+	if c.opts.OnLeadershipChange != nil {
+		c.opts.OnLeadershipChange(leading)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
 
 // Two replicas share one Lease (client-go's fake clientset stores it): only
@@ -33,11 +34,15 @@ func TestLeaderElectionOneReconcilerAndHandover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		r := &replica{c: c, cancel: cancel, done: make(chan error, 1)}
 		cfg := le
 		cfg.Identity = id
-		go func() { r.done <- c.RunWithLeaderElection(ctx, cfg) }()
+		mgr := newManager(t, kube, &cfg)
+		if err := c.SetupWithManager(mgr); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &replica{c: c, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- mgr.Start(ctx) }()
 		return r
 	}
 	holder := func() string {
@@ -94,11 +99,56 @@ func TestLeaderElectionOneReconcilerAndHandover(t *testing.T) {
 }
 
 func TestLeaderElectionNeedsKube(t *testing.T) {
-	c, err := New(Options{Machines: newFakeMachines(), Providers: NewMapSource(nil), Logger: quietLogger()})
+	if _, err := NewManager(&rest.Config{Host: "http://127.0.0.1:1"}, nil, &LeaderElection{}, quietLogger()); err == nil {
+		t.Fatal("no error without a Kubernetes client")
+	}
+}
+
+// The manager releases the Lease only after the controller drained: while
+// an in-flight Create still runs at shutdown, this replica holds the Lease
+// (a standby cannot start a Create for the same Machine); once it
+// returns, the Lease is released at once.
+func TestLeaseHeldUntilInFlightCreateFinished(t *testing.T) {
+	machines, mem := newFakeMachines(), newMemCloud()
+	mem.createStarted = make(chan struct{})
+	mem.createRelease = make(chan struct{})
+	kube := kubefake.New()
+	le := LeaderElection{Namespace: "kube-system", Name: "drain", Identity: "a", LeaseDuration: 2 * time.Second,
+		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
+	c, err := New(Options{Machines: machines, Kube: kube, Logger: quietLogger(), ShutdownTimeout: time.Minute,
+		Providers: NewMapSource(map[string]provider.Interface{"mem": mem}), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RunWithLeaderElection(context.Background(), LeaderElection{}); err == nil {
-		t.Fatal("no error without Options.Kube")
+	mgr := newManager(t, kube, &le)
+	if err := c.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	machines.Create(machine("slow", "mem", `{"size":"s"}`))
+	<-mem.createStarted
+	cancel()
+	// Give the stop procedure a few retry periods to (wrongly) release.
+	select {
+	case err := <-done:
+		t.Fatalf("the manager returned while a Create was in flight: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if h := leaseHolder(kube, "drain"); h != "a" || !c.IsLeader() {
+		t.Fatalf("during the drain: Lease holder %q, IsLeader %v; want a, true", h, c.IsLeader())
+	}
+	close(mem.createRelease)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager did not return after the Create finished")
+	}
+	if h := leaseHolder(kube, "drain"); h != "" {
+		t.Fatalf("Lease holder %q after the manager returned; want it released", h)
 	}
 }

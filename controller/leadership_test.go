@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // leadReplica is one controller competing for a Lease, with what its
@@ -39,26 +42,33 @@ func (r *leadReplica) seen() []bool {
 
 func startLeadReplica(t *testing.T, kube KubeClient, le LeaderElection, id string) *leadReplica {
 	t.Helper()
+	r := &leadReplica{done: make(chan error, 1)}
+	var c *Controller
 	c, err := New(Options{Machines: newFakeMachines(), Kube: kube, Logger: quietLogger(),
-		Providers: NewMapSource(map[string]provider.Interface{"mem": newMemCloud()}), Registerer: prometheus.NewRegistry()})
+		Providers: NewMapSource(map[string]provider.Interface{"mem": newMemCloud()}), Registerer: prometheus.NewRegistry(),
+		OnLeadershipChange: func(leading bool) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.calls = append(r.calls, leading)
+			if c.IsLeader() != leading {
+				r.mismatch = true
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.c = c
 	if c.IsLeader() {
-		t.Fatal("IsLeader before RunWithLeaderElection")
+		t.Fatal("IsLeader before the manager started")
+	}
+	le.Identity = id
+	mgr := newManager(t, kube, &le)
+	if err := c.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &leadReplica{c: c, cancel: cancel, done: make(chan error, 1)}
-	le.Identity = id
-	le.OnLeadershipChange = func(leading bool) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.calls = append(r.calls, leading)
-		if c.IsLeader() != leading {
-			r.mismatch = true
-		}
-	}
-	go func() { r.done <- c.RunWithLeaderElection(ctx, le) }()
+	r.cancel = cancel
+	go func() { r.done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -68,6 +78,18 @@ func startLeadReplica(t *testing.T, kube KubeClient, le LeaderElection, id strin
 		}
 	})
 	return r
+}
+
+// newManager is NewManager with a REST config that points nowhere: the
+// manager's own cache and client are never used, and the Lease goes
+// through kube.
+func newManager(t *testing.T, kube KubeClient, le *LeaderElection) manager.Manager {
+	t.Helper()
+	mgr, err := NewManager(&rest.Config{Host: "http://127.0.0.1:1"}, kube, le, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr
 }
 
 func leaseHolder(kube KubeClient, name string) string {
@@ -114,8 +136,9 @@ func TestLeadershipChangeHandover(t *testing.T) {
 		t.Fatalf("a: %v", err)
 	}
 	a.done <- nil // for the cleanup
+	// The manager returned after its runnables did: Run had returned.
 	if a.c.IsLeader() {
-		t.Fatal("a still IsLeader after it stopped")
+		t.Fatal("a still IsLeader after its manager stopped")
 	}
 	if got := a.seen(); !slices.Equal(got, []bool{true, false}) {
 		t.Fatalf("a calls %v, want [true false]", got)
@@ -130,8 +153,8 @@ func TestLeadershipChangeHandover(t *testing.T) {
 }
 
 // A leader that cannot renew its Lease (every update refused, as when the
-// API server is unreachable) is told false before RunWithLeaderElection
-// returns ErrLeadershipLost.
+// API server is unreachable) ends: the manager returns "leader election
+// lost" at once, and the controller, cancelled, stops leading.
 func TestLeadershipLost(t *testing.T) {
 	kube := kubefake.New()
 	// Reactors may not be added while the clientset is in use: this one
@@ -151,15 +174,13 @@ func TestLeadershipLost(t *testing.T) {
 	select {
 	case err := <-a.done:
 		a.done <- err
-		if !errors.Is(err, ErrLeadershipLost) {
-			t.Fatalf("RunWithLeaderElection = %v, want ErrLeadershipLost", err)
+		if err == nil || !strings.Contains(err.Error(), "leader election lost") {
+			t.Fatalf("manager Start = %v, want leader election lost", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the leader did not notice it lost the Lease")
 	}
-	if a.c.IsLeader() {
-		t.Fatal("IsLeader after the Lease was lost")
-	}
+	eventually(t, "IsLeader false after the Lease was lost", func() bool { return !a.c.IsLeader() })
 	if got := a.seen(); !slices.Equal(got, []bool{true, false}) || a.mismatch {
 		t.Fatalf("calls %v (mismatch %v), want [true false]", got, a.mismatch)
 	}

@@ -18,11 +18,13 @@ import (
 	"github.com/wasmprov/wasmprov/runtime/metrics"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -105,6 +107,9 @@ func runController(ctx context.Context, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: f.level}))
+	// controller-runtime's own log lines (the manager's, the leader
+	// election's) go to the same logger.
+	crlog.SetLogger(logr.FromSlogHandler(logger.Handler()))
 
 	cfg, kube, machines, err := controllerClients(f)
 	if err != nil {
@@ -155,21 +160,37 @@ func runController(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopEvents()
+	// r, the WasmProvider reconciler (with -wasmproviders), catches up at
+	// once when this replica starts or stops leading.
+	var r *wasmprovider.Reconciler
 	c, err := controller.New(controller.Options{
 		Machines: machines, Kube: kube, Providers: reg, Namespace: *f.namespace,
 		Workers: *f.workers, ResyncPeriod: *f.resync, PollInterval: *f.poll, MaxDeletePollInterval: *f.maxDeletePoll,
 		MetricsInterval: *f.metricsInterval, ShutdownTimeout: *f.shutdown,
 		Registerer: promReg, Recorder: recorder, Logger: logger,
+		OnLeadershipChange: func(bool) {
+			if r != nil {
+				r.LeadershipChanged()
+			}
+		},
 	})
 	if err != nil {
 		return err
 	}
-	le := controller.LeaderElection{
-		Namespace: *f.leNamespace, Name: *f.leName, Identity: *f.leID,
-		LeaseDuration: *f.leaseDuration, RenewDeadline: *f.renewDeadline, RetryPeriod: *f.retryPeriod,
+	var le *controller.LeaderElection
+	if *f.leaderElect {
+		le = &controller.LeaderElection{
+			Namespace: *f.leNamespace, Name: *f.leName, Identity: *f.leID,
+			LeaseDuration: *f.leaseDuration, RenewDeadline: *f.renewDeadline, RetryPeriod: *f.retryPeriod,
+		}
 	}
-
-	runCtx := ctx
+	mgr, err := controller.NewManager(cfg, kube, le, logger)
+	if err != nil {
+		return err
+	}
+	if err := c.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if f.wasmProviders.enabled {
 		wpClient, err := wasmprovider.NewRESTClient(cfg)
 		if err != nil {
@@ -182,26 +203,18 @@ func runController(ctx context.Context, args []string) error {
 			// it takes over); only the leader writes their status.
 			opts.IsLeader = c.IsLeader
 		}
-		r, err := wasmProviderReconciler(opts, clients, f.images.oci.maxBlob, f.wasmProviders.poll)
-		if err != nil {
+		if r, err = wasmProviderReconciler(opts, clients, f.images.oci.maxBlob, f.wasmProviders.poll); err != nil {
 			return err
 		}
-		le.OnLeadershipChange = func(bool) { r.LeadershipChanged() }
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
 		ready.set(r.HasSynced)
-		var stop func()
-		runCtx, stop = startReconciler(ctx, bg, r)
-		defer stop()
 	}
-
-	if !*f.leaderElect {
-		err = c.Run(runCtx)
-	} else {
-		err = c.RunWithLeaderElection(runCtx, le)
-	}
-	if err == nil && ctx.Err() == nil {
-		err = context.Cause(runCtx) // the reconciler failed
-	}
-	return err
+	// Start returns when ctx ends, after the controllers drained and the
+	// Lease was released; or with an error when one of them failed or the
+	// Lease was lost (the process then exits, another replica may lead).
+	return mgr.Start(ctx)
 }
 
 // controllerClients connects to the API server -kubeconfig names: the
@@ -252,33 +265,6 @@ func loadProvidersDir(ctx, bg context.Context, f *controllerFlags, reg *registry
 		}
 	}
 	return nil
-}
-
-// startReconciler runs the WasmProvider reconciler r until bg ends or
-// the returned stop is called, and returns the context the Machine
-// controller runs in: ctx, cancelled with the cause if r fails.
-//
-// The reconciler starts before the Machine controller (and before
-// leader election) and stops after it: Machines find their providers
-// loaded, and no Machine reconcile runs on a registry the reconciler has
-// stopped maintaining. A reconciler that fails stops the controller: the
-// process must not serve Machines with providers nobody keeps in line
-// with their WasmProviders.
-func startReconciler(ctx, bg context.Context, r *wasmprovider.Reconciler) (context.Context, func()) {
-	runCtx, cancelRun := context.WithCancelCause(ctx)
-	recCtx, stopRec := context.WithCancel(bg)
-	recDone := make(chan struct{})
-	go func() {
-		defer close(recDone)
-		if err := r.Run(recCtx); err != nil && recCtx.Err() == nil {
-			cancelRun(fmt.Errorf("wasmprovider reconciler: %w", err))
-		}
-	}()
-	return runCtx, func() {
-		cancelRun(nil)
-		stopRec()
-		<-recDone
-	}
 }
 
 // readiness is what /readyz reports: ready until set, then what the

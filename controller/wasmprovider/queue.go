@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -78,6 +79,24 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// SetupWithManager adds the reconciler to mgr as a runnable that every
+// replica runs, leader or not: a standby keeps its WasmProviders loaded,
+// warm for a takeover, and writes status only while Options.IsLeader says
+// so. The manager stops it before the leader's Machine controller and
+// releases the Lease after both, so no status is written once another
+// replica may lead.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	return mgr.Add(everyReplica(r.Run))
+}
+
+// everyReplica is a manager runnable that does not wait for leader
+// election.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 // changedBeyondStatus lets through the updates that change what a
 // reconcile reads. A status-only update (ours, mostly) changes nothing to
