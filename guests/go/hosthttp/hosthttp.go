@@ -3,6 +3,19 @@
 // without it; see provider.DoHTTP), where the host's policy applies. It
 // is a package of its own so that providers that make no HTTP calls do not
 // link net/http into their module.
+//
+// The sandbox has no sockets: Go's net package on wasip1 is an in-process
+// fake network, where a dial of any address fails with "connect:
+// Connection refused" however reachable the server is. Linking this
+// package therefore makes Transport net/http's DefaultTransport, so that
+// http.DefaultClient, and every SDK that falls back to it when given no
+// client (oauth2.NewClient, godo.NewFromToken), sends through the host. A
+// provider that imports no other part of it links it with
+//
+//	import _ "github.com/wasmprov/wasmprov/guests/go/hosthttp"
+//
+// An SDK that builds an *http.Transport of its own still dials the fake
+// network: give it Client() or Transport.
 package hosthttp
 
 import (
@@ -22,6 +35,10 @@ import (
 // derive from) the context the SDK passed to the provider method. Needs
 // abi.CapHTTP.
 var Transport http.RoundTripper = transport{}
+
+// The default transport could never reach anything in the sandbox (see
+// the package doc); this one reaches what the policy allows.
+func init() { http.DefaultTransport = Transport }
 
 // Client returns an *http.Client using Transport.
 func Client() *http.Client { return &http.Client{Transport: Transport} }

@@ -1,6 +1,6 @@
 // Command httpguest is a test guest for the SDK's HTTP paths: its Validate
-// sends requests through provider.DoHTTP and through a hosthttp client
-// and checks every part of the answers (status, repeated headers, binary
+// sends requests through provider.DoHTTP, through a hosthttp client and
+// through http.DefaultClient, and checks every part of the answers (status, repeated headers, binary
 // and large bodies, a policy refusal), returning what differs as an
 // InvalidConfiguration. runtime/http_sdk_test.go builds and drives it.
 //
@@ -70,6 +70,20 @@ func (guest) Validate(ctx context.Context, s provider.MachineSpec) error {
 		r.Body.Close()
 		if r.StatusCode != 200 || r.Header.Get("Content-Type") != "application/octet-stream" || !bytes.Equal(b, bigBody()) {
 			fail("hosthttp: status %d, type %q, %d bytes of body (want %d)", r.StatusCode, r.Header.Get("Content-Type"), len(b), len(bigBody()))
+		}
+	}
+
+	// http.DefaultClient, as an SDK that makes no client of its own uses
+	// it (oauth2.NewClient, godo.NewFromToken): the sandbox has no
+	// sockets, and linking hosthttp made its Transport the default.
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, cfg.Endpoint+"/big", nil)
+	if r, err := http.DefaultClient.Do(req); err != nil {
+		fail("http.DefaultClient: %v", err)
+	} else {
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 || !bytes.Equal(b, bigBody()) {
+			fail("http.DefaultClient: status %d, %d bytes of body (want %d)", r.StatusCode, len(b), len(bigBody()))
 		}
 	}
 
