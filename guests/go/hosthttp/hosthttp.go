@@ -15,7 +15,9 @@
 //	import _ "github.com/wasmprov/wasmprov/guests/go/hosthttp"
 //
 // An SDK that builds an *http.Transport of its own still dials the fake
-// network: give it Client() or Transport.
+// network: give it Client() or Transport. Outside wasip1 (the same code
+// run in-process by runtime/native) the default transport is left alone:
+// it is the host process's.
 package hosthttp
 
 import (
@@ -35,10 +37,6 @@ import (
 // derive from) the context the SDK passed to the provider method. Needs
 // abi.CapHTTP.
 var Transport http.RoundTripper = transport{}
-
-// The default transport could never reach anything in the sandbox (see
-// the package doc); this one reaches what the policy allows.
-func init() { http.DefaultTransport = Transport }
 
 // Client returns an *http.Client using Transport.
 func Client() *http.Client { return &http.Client{Transport: Transport} }
