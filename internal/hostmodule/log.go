@@ -1,10 +1,14 @@
 package hostmodule
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"sort"
+	"strconv"
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/internal/guesttext"
@@ -87,9 +91,8 @@ func (c *Call) record(msg, attrs []byte) (text string, args []any, size int64) {
 	if len(attrs) == 0 {
 		return text, nil, size
 	}
-	var obj map[string]any
 	var guest []any
-	if err := json.Unmarshal(attrs, &obj); err != nil {
+	if obj, err := decodeAttrs(attrs); err != nil {
 		raw := guesttext.ClipPrintable(string(attrs), max)
 		guest = append(guest, slog.String("raw", raw))
 		size += int64(len("raw") + guesttext.EscapedLen(raw) + attrOverhead)
@@ -102,7 +105,7 @@ func (c *Call) record(msg, attrs []byte) (text string, args []any, size int64) {
 		guest = make([]any, 0, len(keys))
 		for _, k := range keys {
 			v := printableJSON(obj[k])
-			enc, _ := json.Marshal(v) // of what json.Unmarshal made: cannot fail
+			enc, _ := json.Marshal(v) // of what decodeAttrs made: cannot fail
 			key := guesttext.PrintableLine(k)
 			guest = append(guest, slog.Any(key, v))
 			size += int64(guesttext.EscapedLen(key) + len(enc) + attrOverhead)
@@ -119,10 +122,39 @@ func (c *Call) record(msg, attrs []byte) (text string, args []any, size int64) {
 // text.
 const attrOverhead = len(" "+GuestLogGroup+".=") + 2
 
-// printableJSON returns v, a value json.Unmarshal made, with every string
-// in it (object keys included) made printable.
+// decodeAttrs decodes a guest's attributes object as json.Unmarshal
+// would, but with its numbers as written (json.Number): a float64 for
+// every number turned IDs into 3.164454e+06 and lost digits past 2^53.
+func decodeAttrs(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the attributes object")
+	}
+	return obj, nil
+}
+
+// printableJSON returns v, a value decodeAttrs made, with every string in
+// it (object keys included) made printable and every number typed: an
+// int64 or uint64 if it is an integer that fits, else a float64, else (out
+// of a float64's range) the number as written.
 func printableJSON(v any) any {
 	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		if u, err := strconv.ParseUint(v.String(), 10, 64); err == nil {
+			return u
+		}
+		if f, err := v.Float64(); err == nil {
+			return f
+		}
+		return v
 	case string:
 		return guesttext.Printable(v)
 	case []any:

@@ -234,3 +234,33 @@ func TestErrorMessageBoundAfterReplacement(t *testing.T) {
 		t.Errorf("a message of exactly the limit was changed (%d bytes)", len(c.ErrMessage))
 	}
 }
+
+// Numbers in a guest's log attributes keep what they are: an integer is
+// written as an integer (a Droplet ID of 3164454 used to become
+// 3.164454e+06, and one past 2^53 lost its last digits), a fraction as a
+// float, nested ones too.
+func TestLogKeepsIntegers(t *testing.T) {
+	var buf bytes.Buffer
+	env := &Env{Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+	c := NewCall(context.Background(), env, abi.MethodCreate, abi.CapLog)
+	attrs := []byte(`{"droplet":3164454,"big":9007199254740993,"max":18446744073709551615,"neg":-42,"f":1.5,"e":1e400,"nested":{"id":123456789}}`)
+	if err := c.Log(int32(slog.LevelInfo), []byte("created"), attrs); err != nil {
+		t.Fatal(err)
+	}
+	line := buf.String()
+	for _, want := range []string{"guest.droplet=3164454 ", "guest.big=9007199254740993 ", "guest.max=18446744073709551615 ",
+		"guest.neg=-42 ", "guest.f=1.5 ", "guest.e=1e400 ", `guest.nested=map[id:123456789]`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the line lacks %q:\n%s", want, line)
+		}
+	}
+	// Trailing data after the object is not an object: logged raw, as
+	// before.
+	buf.Reset()
+	if err := c.Log(int32(slog.LevelInfo), []byte("x"), []byte(`{"a":1} {"b":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "guest.raw=") {
+		t.Errorf("attributes with trailing data not logged raw:\n%s", buf.String())
+	}
+}
