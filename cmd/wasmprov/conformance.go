@@ -63,7 +63,10 @@ Checks:
 	seed := fs.Uint64("seed", 1, "seed of the fuzzed Machines")
 	fuzzN := fs.Int("fuzz", 24, "number of fuzzed Machines")
 	verbose := fs.Bool("v", false, "show the host's and the provider's log records")
-	cacheDir := fs.String("cache-dir", "", "compilation cache directory")
+	// -cache as in call and serve, on by default: a large guest takes
+	// tens of seconds to compile, every run. -cache-dir is its old name.
+	cacheDir := fs.String("cache", defaultCacheDir(), "compilation cache directory ('' disables)")
+	fs.StringVar(cacheDir, "cache-dir", defaultCacheDir(), "the same as -cache (its former name)")
 	kubeF := addKubeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -99,7 +99,7 @@ func TestConformanceUnknownCheck(t *testing.T) {
 func TestConformanceSelectedCheck(t *testing.T) {
 	fake := testguest.Build(t, "examples/fake")
 	code, out, errOut := runCLI(t, "conformance", "-profile", "stateless", "-spec", `{"cloudProviderSpec":{"passValidation":true}}`,
-		"-check", "abi.module", "-cache-dir", testguest.CompilationCacheDir(t), fake)
+		"-check", "abi.module", "-cache", testguest.CompilationCacheDir(t), fake)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -30,7 +30,14 @@ func TestAuthoringQuickstart(t *testing.T) {
 	// The quick start builds the CLI as a reader would, without build tags:
 	// drop an engine choice made for the test run (make test-wasmtime).
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "WASMPROV_ENGINE=") })
-	cmd.Env = append(env, "WASMPROV_ROOT="+root)
+	// conformance caches compiled modules in the user's cache directory
+	// by default: the test's own, not the developer's. Go's build cache
+	// would follow XDG_CACHE_HOME too: it stays where it is.
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(env, "WASMPROV_ROOT="+root, "XDG_CACHE_HOME="+t.TempDir(), "GOCACHE="+strings.TrimSpace(string(gocache)))
 	out, err := cmd.CombinedOutput()
 	t.Logf("quick start output:\n%s", out)
 	if err != nil {
