@@ -57,7 +57,7 @@ Checks:
 	fs.Var(&checks, "check", "run only this check ID, or the checks under a group such as 'create' or 'create.' (repeatable; one that selects no check is an error)")
 	fs.Var(&ignores, "ignore", "on replay, do not compare these request body fields: 'METHOD PATH-SUFFIX field,field' (repeatable)")
 	fs.Var(&hosts, "allow-host", "add a host to the policy's allowed hosts (repeatable)")
-	policyFile := fs.String("policy", "", "a JSON policy file (runtime.Policy) to run the provider under")
+	policyFile := fs.String("policy", "", "a policy file (runtime.Policy, YAML or JSON, as for call) to run the provider under")
 	junit := fs.String("junit", "", "write a JUnit XML report to this file")
 	jsonOut := fs.String("json", "", "write a JSON report to this file ('-' for stdout instead of text)")
 	seed := fs.Uint64("seed", 1, "seed of the fuzzed Machines")
@@ -163,18 +163,21 @@ func parseIgnoreFlags(ignores []string) ([]cassette.Ignore, error) {
 	return ignore, nil
 }
 
-// readPolicyFlag reads --policy's JSON policy file (none: the zero
-// Policy).
+// readPolicyFlag reads --policy's policy file (none: the zero Policy):
+// YAML or JSON, strictly, as call, serve and the registry read one
+// (runtime.ParsePolicy), so that one file serves every command and a
+// misspelt field is an error rather than a restriction silently dropped.
 func readPolicyFlag(policyFile string) (runtime.Policy, error) {
-	var policy runtime.Policy
-	if policyFile != "" {
-		b, err := os.ReadFile(policyFile)
-		if err != nil {
-			return policy, err
-		}
-		if err := json.Unmarshal(b, &policy); err != nil {
-			return policy, fmt.Errorf("--policy: %w", err)
-		}
+	if policyFile == "" {
+		return runtime.Policy{}, nil
+	}
+	b, err := os.ReadFile(policyFile)
+	if err != nil {
+		return runtime.Policy{}, err
+	}
+	policy, err := runtime.ParsePolicy(b)
+	if err != nil {
+		return runtime.Policy{}, fmt.Errorf("--policy %s: %w", policyFile, err)
 	}
 	return policy, nil
 }

@@ -146,3 +146,35 @@ func TestConformanceKubeFlags(t *testing.T) {
 		t.Errorf("a missing file: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// conformance --policy reads the same files as call: YAML or JSON, and
+// strictly, so a misspelt field is an error rather than a restriction
+// silently dropped (it used to be decoded case-insensitively, unknown
+// fields ignored).
+func TestConformancePolicyFileIsStrictYAMLOrJSON(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, f := range []string{
+		write("p.yaml", "allowedHosts: [\"127.0.0.1:*\"]\nallowInsecureHTTP: true\n"),
+		write("p.json", `{"allowedHosts":["127.0.0.1:*"],"allowInsecureHTTP":true}`),
+	} {
+		p, err := readPolicyFlag(f)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		if len(p.AllowedHosts) != 1 || p.AllowedHosts[0] != "127.0.0.1:*" || !p.AllowInsecureHTTP {
+			t.Errorf("%s: read %+v", filepath.Base(f), p)
+		}
+	}
+	for _, body := range []string{"allowedhosts: [x]\n", `{"allowedHosts":["x"],"allowInsecureHttp":true}`} {
+		if _, err := readPolicyFlag(write("bad", body)); err == nil || !strings.Contains(err.Error(), "--policy") {
+			t.Errorf("%q: error %v, want a refusal naming --policy", body, err)
+		}
+	}
+}
