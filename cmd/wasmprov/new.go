@@ -134,6 +134,10 @@ func runNew(_ context.Context, args []string) error {
 		}
 		mod.WriteString(")\n\n")
 	}
+	// The CLI as a tool of the project (`go tool wasmprov`, the Makefile's
+	// conformance target): a tool directive keeps its requirements through
+	// `go mod tidy`, which drops a requirement nothing imports.
+	fmt.Fprintf(&mod, "tool %s\n\n", wasmprovModule+"/cmd/wasmprov")
 	mod.WriteString("replace (\n")
 	fmt.Fprintf(&mod, "\t%s => %s\n\t%s => %s\n", wasmprovModule, root, wasmprovModule+"/cmd/wasmprov", cliDir)
 	for _, r := range localReplaces(climod) {

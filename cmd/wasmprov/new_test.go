@@ -65,3 +65,53 @@ func quickstart(t *testing.T, doc string) string {
 	}
 	return block
 }
+
+// A project `wasmprov new` writes keeps working after `go mod tidy`: its
+// Makefile runs the CLI as `go tool wasmprov`, and the tool directive keeps
+// the CLI's requirements, which tidy used to drop (nothing imports the
+// command), breaking `make conformance`.
+func TestNewProjectSurvivesTidy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI and a provider project")
+	}
+	root, err := filepath.Abs(testguest.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tidyprov")
+	if code, _, errOut := runCLI(t, "new", "--wasmprov", root, dir); code != 0 {
+		t.Fatalf("wasmprov new: exit %d: %s", code, errOut)
+	}
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Offline, as the drop-in test: make modules downloaded what builds;
+	// -e because tidy also looks up what only the tests of dependencies
+	// import, which changes go.sum only. The compiled-module cache is the
+	// test's own, the build cache the run's.
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "WASMPROV_ENGINE=") }),
+		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off", "GOWORK=off",
+		"XDG_CACHE_HOME="+t.TempDir(), "GOCACHE="+strings.TrimSpace(string(gocache)))
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("go", "mod", "tidy", "-e")
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mod), "\ntool github.com/wasmprov/wasmprov/cmd/wasmprov\n") {
+		t.Fatalf("go.mod lost its tool directive:\n%s", mod)
+	}
+	if out := run("make", "conformance"); !strings.Contains(out, "PASS: ") || !strings.Contains(out, " 0 failed") {
+		t.Fatalf("make conformance after go mod tidy:\n%s", out)
+	}
+}
