@@ -225,7 +225,7 @@ func TestLifecycleThroughProviderData(t *testing.T) {
 		t.Fatalf("guest log lines on the caller's zap logger: %v", f.logs.All())
 	} else if fields := got[0].ContextMap(); fields["controller"] != "machine" || fields["provider"] != "probe" ||
 		fields["method"] != "Create" || fields["machine"] != "kube-system/worker-1" ||
-		fields["guest.volumes"] != float64(2) || fields["guest.token"] != true {
+		fields["guest.volumes"] != int64(2) || fields["guest.token"] != true {
 		t.Errorf("log line fields %v: want the caller's, the host's and the guest's (2 volumes of worker-1, the Secret's token)", fields)
 	} else {
 		seen := map[string]int{}
