@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"embed"
@@ -13,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+
+	"golang.org/x/mod/modfile"
 )
 
 func init() {
@@ -75,7 +76,7 @@ func runNew(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	gomod, err := readGoMod(root)
 	if err != nil {
 		return fmt.Errorf("--wasmprov: %w", err)
 	}
@@ -86,7 +87,7 @@ func runNew(_ context.Context, args []string) error {
 	// checkout, so its go.mod and go.sum are this command's module's, a
 	// superset of the main module's.
 	cliDir := filepath.Join(root, "cmd", "wasmprov")
-	climod, err := os.ReadFile(filepath.Join(cliDir, "go.mod"))
+	climod, err := readGoMod(cliDir)
 	if err != nil {
 		return fmt.Errorf("--wasmprov: %w", err)
 	}
@@ -115,38 +116,11 @@ func runNew(_ context.Context, args []string) error {
 			return err
 		}
 	}
-	// go.mod: wasmprov's modules from the checkout, and the command's
-	// requirements, so the project builds offline from the same module
-	// cache with no `go mod tidy`; go.sum is the command's.
-	var mod bytes.Buffer
-	fmt.Fprintf(&mod, "module %s\n\ngo %s\n\nrequire (\n\t%s v0.0.0-00010101000000-000000000000\n\t%s v0.0.0-00010101000000-000000000000\n)\n\n",
-		*module, goVersion(gomod), wasmprovModule, wasmprovModule+"/cmd/wasmprov")
-	var reqs []string
-	for _, r := range requirements(climod) {
-		if !strings.HasPrefix(r, wasmprovModule) {
-			reqs = append(reqs, r)
-		}
+	mod, err := projectGoMod(*module, gomod, climod, root, cliDir)
+	if err != nil {
+		return err
 	}
-	if len(reqs) > 0 {
-		mod.WriteString("require (\n")
-		for _, r := range reqs {
-			fmt.Fprintf(&mod, "\t%s // indirect\n", r)
-		}
-		mod.WriteString(")\n\n")
-	}
-	// The CLI as a tool of the project (`go tool wasmprov`, the Makefile's
-	// conformance target): a tool directive keeps its requirements through
-	// `go mod tidy`, which drops a requirement nothing imports.
-	fmt.Fprintf(&mod, "tool %s\n\n", wasmprovModule+"/cmd/wasmprov")
-	mod.WriteString("replace (\n")
-	fmt.Fprintf(&mod, "\t%s => %s\n\t%s => %s\n", wasmprovModule, root, wasmprovModule+"/cmd/wasmprov", cliDir)
-	for _, r := range localReplaces(climod) {
-		if r[0] != wasmprovModule {
-			fmt.Fprintf(&mod, "\t%s => %s\n", r[0], filepath.Join(cliDir, r[1]))
-		}
-	}
-	mod.WriteString(")\n")
-	if err := writeNew(filepath.Join(dir, "go.mod"), mod.Bytes()); err != nil {
+	if err := writeNew(filepath.Join(dir, "go.mod"), mod); err != nil {
 		return err
 	}
 	if err := writeNew(filepath.Join(dir, "go.sum"), gosum); err != nil {
@@ -163,9 +137,69 @@ func writeNew(path string, b []byte) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
+// projectGoMod writes the new project's go.mod: wasmprov's modules from
+// the checkout at root, and the command's requirements (climod, of the
+// module in cliDir), so the project builds offline from the same module
+// cache with no `go mod tidy` (its go.sum is the command's).
+func projectGoMod(module string, gomod, climod *modfile.File, root, cliDir string) ([]byte, error) {
+	const zero = "v0.0.0-00010101000000-000000000000"
+	cli := wasmprovModule + "/cmd/wasmprov"
+	f := new(modfile.File)
+	if err := f.AddModuleStmt(module); err != nil {
+		return nil, err
+	}
+	goVersion := "1.26.0"
+	if gomod.Go != nil {
+		goVersion = gomod.Go.Version
+	}
+	if err := f.AddGoStmt(goVersion); err != nil {
+		return nil, err
+	}
+	f.AddNewRequire(wasmprovModule, zero, false)
+	f.AddNewRequire(cli, zero, false)
+	for _, r := range climod.Require {
+		if !strings.HasPrefix(r.Mod.Path, wasmprovModule) {
+			f.AddNewRequire(r.Mod.Path, r.Mod.Version, true)
+		}
+	}
+	// The CLI as a tool of the project (`go tool wasmprov`, the Makefile's
+	// conformance target): a tool directive keeps its requirements through
+	// `go mod tidy`, which drops a requirement nothing imports.
+	if err := f.AddTool(cli); err != nil {
+		return nil, err
+	}
+	replaces := [][2]string{{wasmprovModule, root}, {cli, cliDir}}
+	// The modules beside the main one that the command replaces with
+	// their directories (controller, runtime/signature).
+	for _, r := range climod.Replace {
+		if r.Old.Path != wasmprovModule && modfile.IsDirectoryPath(r.New.Path) {
+			replaces = append(replaces, [2]string{r.Old.Path, filepath.Join(cliDir, r.New.Path)})
+		}
+	}
+	for _, r := range replaces {
+		if err := f.AddReplace(r[0], "", r[1], ""); err != nil {
+			return nil, err
+		}
+	}
+	f.SetRequireSeparateIndirect(f.Require)
+	f.Cleanup()
+	return modfile.Format(f.Syntax), nil
+}
+
+// readGoMod parses the go.mod in dir.
+func readGoMod(dir string) (*modfile.File, error) {
+	file := filepath.Join(dir, "go.mod")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	// Parse, not ParseLax: the command's replace directives are read.
+	return modfile.Parse(file, b, nil)
+}
+
 func findWasmprov(dir string) string {
 	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePath(b) == wasmprovModule {
+		if f, err := readGoMod(dir); err == nil && modulePath(f) == wasmprovModule {
 			return dir
 		}
 		parent := filepath.Dir(dir)
@@ -176,78 +210,9 @@ func findWasmprov(dir string) string {
 	}
 }
 
-func modulePath(gomod []byte) string {
-	for _, line := range strings.Split(string(gomod), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
-			return f[1]
-		}
+func modulePath(f *modfile.File) string {
+	if f.Module == nil {
+		return ""
 	}
-	return ""
-}
-
-func goVersion(gomod []byte) string {
-	for _, line := range strings.Split(string(gomod), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "go" {
-			return f[1]
-		}
-	}
-	return "1.26.0"
-}
-
-// localReplaces returns the [path, dir] pairs of the replace directives of
-// a go.mod that name a directory (the modules beside the main one).
-func localReplaces(gomod []byte) [][2]string {
-	var out [][2]string
-	in := false
-	sc := bufio.NewScanner(bytes.NewReader(gomod))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		switch {
-		case line == "replace (":
-			in = true
-			continue
-		case in && line == ")":
-			in = false
-			continue
-		case strings.HasPrefix(line, "replace "):
-			line = strings.TrimPrefix(line, "replace ")
-		case !in:
-			continue
-		}
-		if f := strings.Fields(line); len(f) == 3 && f[1] == "=>" && strings.HasPrefix(f[2], ".") {
-			out = append(out, [2]string{f[0], f[2]})
-		}
-	}
-	return out
-}
-
-// requirements returns "path version" for every requirement of a go.mod.
-func requirements(gomod []byte) []string {
-	var out []string
-	in := false
-	sc := bufio.NewScanner(bytes.NewReader(gomod))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		switch {
-		case line == "require (":
-			in = true
-		case in && line == ")":
-			in = false
-		case in && line != "":
-			if f := strings.Fields(line); len(f) == 2 {
-				out = append(out, f[0]+" "+f[1])
-			}
-		case strings.HasPrefix(line, "require "):
-			if f := strings.Fields(line); len(f) == 3 {
-				out = append(out, f[1]+" "+f[2])
-			}
-		}
-	}
-	return out
+	return f.Module.Mod.Path
 }

@@ -33,11 +33,7 @@ func TestAuthoringQuickstart(t *testing.T) {
 	// conformance caches compiled modules in the user's cache directory
 	// by default: the test's own, not the developer's. Go's build cache
 	// would follow XDG_CACHE_HOME too: it stays where it is.
-	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Env = append(env, "WASMPROV_ROOT="+root, "XDG_CACHE_HOME="+t.TempDir(), "GOCACHE="+strings.TrimSpace(string(gocache)))
+	cmd.Env = append(env, "WASMPROV_ROOT="+root, "XDG_CACHE_HOME="+t.TempDir(), "GOCACHE="+goCache(t))
 	out, err := cmd.CombinedOutput()
 	t.Logf("quick start output:\n%s", out)
 	if err != nil {
@@ -82,17 +78,13 @@ func TestNewProjectSurvivesTidy(t *testing.T) {
 	if code, _, errOut := runCLI(t, "new", "--wasmprov", root, dir); code != 0 {
 		t.Fatalf("wasmprov new: exit %d: %s", code, errOut)
 	}
-	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Offline, as the drop-in test: make modules downloaded what builds;
 	// -e because tidy also looks up what only the tests of dependencies
 	// import, which changes go.sum only. The compiled-module cache is the
 	// test's own, the build cache the run's.
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "WASMPROV_ENGINE=") }),
 		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off", "GOWORK=off",
-		"XDG_CACHE_HOME="+t.TempDir(), "GOCACHE="+strings.TrimSpace(string(gocache)))
+		"XDG_CACHE_HOME="+t.TempDir(), "GOCACHE="+goCache(t))
 	run := func(name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)
@@ -114,4 +106,16 @@ func TestNewProjectSurvivesTidy(t *testing.T) {
 	if out := run("make", "conformance"); !strings.Contains(out, "PASS: ") || !strings.Contains(out, " 0 failed") {
 		t.Fatalf("make conformance after go mod tidy:\n%s", out)
 	}
+}
+
+// goCache is the build cache the test runs with, to keep for the go
+// commands it starts with XDG_CACHE_HOME elsewhere (which Go's build cache
+// would follow too).
+func goCache(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }
