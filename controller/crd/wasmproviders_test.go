@@ -20,6 +20,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/crd"
+	"github.com/wasmprov/wasmprov/internal/testing/apitest"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 )
 
@@ -476,7 +477,7 @@ func TestCRDResource(t *testing.T) {
 		t.Errorf("names = %v, want %v", got, wantNames)
 	}
 	// The kinds the CRD names are the ones the scheme registers.
-	scheme := newScheme(t)
+	scheme := apitest.Scheme(t, v1alpha1.AddToScheme)
 	for _, kind := range []string{"WasmProvider", "WasmProviderList"} {
 		if !scheme.Recognizes(v1alpha1.SchemeGroupVersion.WithKind(kind)) {
 			t.Errorf("scheme does not know %s", kind)
@@ -630,13 +631,4 @@ func TestCRDValidation(t *testing.T) {
 			t.Errorf("url %q: loopback pattern accepts %v, want %v", u, !want, want)
 		}
 	}
-}
-
-func newScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("AddToScheme: %v", err)
-	}
-	return scheme
 }

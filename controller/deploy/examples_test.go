@@ -1,19 +1,17 @@
 package deploy_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/testing/apitest"
 	wasmruntime "github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -22,25 +20,6 @@ import (
 // controller makes of a spec, so a misspelt field in an example fails here.
 
 const examplesDir = "examples"
-
-// strictUnmarshal decodes JSON into obj the way the API machinery's strict
-// mode does: case-sensitive field names, no unknown and no duplicate field.
-func strictUnmarshal(j []byte, obj any) error {
-	strict, err := sigsjson.UnmarshalStrict(j, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
-	if err != nil {
-		return err
-	}
-	return errors.Join(strict...)
-}
-
-func newScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("AddToScheme: %v", err)
-	}
-	return scheme
-}
 
 func TestExamplesDecodeStrictly(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
@@ -56,7 +35,7 @@ func TestExamplesDecodeStrictly(t *testing.T) {
 			t.Errorf("%s: missing from %s", want, examplesDir)
 		}
 	}
-	codecs := serializer.NewCodecFactory(newScheme(t), serializer.EnableStrict)
+	codecs := serializer.NewCodecFactory(apitest.Scheme(t, v1alpha1.AddToScheme), serializer.EnableStrict)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			y, err := os.ReadFile(f)
@@ -68,7 +47,7 @@ func TestExamplesDecodeStrictly(t *testing.T) {
 				t.Fatalf("YAML: %v", err)
 			}
 			var wp v1alpha1.WasmProvider
-			if err := strictUnmarshal(j, &wp); err != nil {
+			if err := apitest.StrictUnmarshal(j, &wp); err != nil {
 				t.Fatalf("strict decode: %v", err)
 			}
 			if wp.APIVersion != "wasmprov.io/v1alpha1" || wp.Kind != "WasmProvider" {

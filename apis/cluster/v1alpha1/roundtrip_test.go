@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/testing/apitest"
 )
 
 // manifest is one testdata file, converted to JSON the way kubectl and
@@ -55,15 +56,6 @@ func loadManifests(t *testing.T) []manifest {
 		out = append(out, manifest{name: filepath.Base(f), yaml: y, json: j, gvk: tm.GroupVersionKind()})
 	}
 	return out
-}
-
-func newScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("AddToScheme: %v", err)
-	}
-	return scheme
 }
 
 // strictDecode decodes exactly one JSON document into obj, failing on any
@@ -114,7 +106,7 @@ func rawExtensionPaths(t *testing.T, m manifest) [][]string {
 // object with encoding/json, encodes it again and requires the result to be
 // the same JSON document: no field lost, none added, none changed.
 func TestManifestsRoundTripJSON(t *testing.T) {
-	scheme := newScheme(t)
+	scheme := apitest.Scheme(t, v1alpha1.AddToScheme)
 	for _, m := range loadManifests(t) {
 		t.Run(m.name, func(t *testing.T) {
 			if m.gvk.GroupVersion() != v1alpha1.SchemeGroupVersion {
@@ -159,7 +151,7 @@ func TestManifestsRoundTripJSON(t *testing.T) {
 // and kind from the document, pick the registered Go type, reject nothing
 // in strict mode, and encode back to the same document.
 func TestManifestsRoundTripCodec(t *testing.T) {
-	scheme := newScheme(t)
+	scheme := apitest.Scheme(t, v1alpha1.AddToScheme)
 	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
 	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok {
@@ -212,7 +204,7 @@ func TestManifestsRoundTripCodec(t *testing.T) {
 func TestMachineDecodedValues(t *testing.T) {
 	// Round-trip equality alone would pass if a field were decoded into the
 	// wrong Go field with the same JSON name; spot-check typed values.
-	scheme := newScheme(t)
+	scheme := apitest.Scheme(t, v1alpha1.AddToScheme)
 	codecs := serializer.NewCodecFactory(scheme)
 	data, err := os.ReadFile(filepath.Join("testdata", "running-machine.yaml"))
 	if err != nil {
@@ -276,7 +268,7 @@ func TestUnknownFieldsAreDetected(t *testing.T) {
 		t.Error("strict encoding/json decode accepted spec.bogusField")
 	}
 
-	codecs := serializer.NewCodecFactory(newScheme(t), serializer.EnableStrict)
+	codecs := serializer.NewCodecFactory(apitest.Scheme(t, v1alpha1.AddToScheme), serializer.EnableStrict)
 	_, _, err := codecs.UniversalDeserializer().Decode([]byte(bogus), nil, nil)
 	if !runtime.IsStrictDecodingError(err) {
 		t.Errorf("strict codec: got error %v, want a strict decoding error", err)
@@ -408,7 +400,7 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			obj, _, err := serializer.NewCodecFactory(newScheme(t), serializer.EnableStrict).
+			obj, _, err := serializer.NewCodecFactory(apitest.Scheme(t, v1alpha1.AddToScheme), serializer.EnableStrict).
 				UniversalDeserializer().Decode(j, nil, nil)
 			if err != nil {
 				t.Fatalf("decode: %v", err)
@@ -426,7 +418,7 @@ spec:
 }
 
 func TestSchemeRegistration(t *testing.T) {
-	scheme := newScheme(t)
+	scheme := apitest.Scheme(t, v1alpha1.AddToScheme)
 	for kind, want := range map[string]reflect.Type{
 		"Machine":               reflect.TypeFor[v1alpha1.Machine](),
 		"MachineList":           reflect.TypeFor[v1alpha1.MachineList](),

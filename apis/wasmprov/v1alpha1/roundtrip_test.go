@@ -2,7 +2,6 @@ package v1alpha1_test
 
 import (
 	"encoding/json"
-	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -13,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
+	"github.com/wasmprov/wasmprov/internal/testing/apitest"
 )
 
 // fullWasmProvider returns a WasmProvider with every field of the API set
@@ -71,16 +70,6 @@ func fullWasmProvider() *v1alpha1.WasmProvider {
 	}
 }
 
-// strictUnmarshal decodes JSON into obj the way the API machinery's strict
-// mode does: case-sensitive field names, no unknown and no duplicate field.
-func strictUnmarshal(j []byte, obj any) error {
-	strict, err := sigsjson.UnmarshalStrict(j, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
-	if err != nil {
-		return err
-	}
-	return errors.Join(strict...)
-}
-
 func TestFullObjectRoundTripJSON(t *testing.T) {
 	orig := fullWasmProvider()
 	if n := countZeroFields(reflect.ValueOf(orig.Spec)) + countZeroFields(reflect.ValueOf(orig.Status)); n != 0 {
@@ -91,7 +80,7 @@ func TestFullObjectRoundTripJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back v1alpha1.WasmProvider
-	if err := strictUnmarshal(j, &back); err != nil {
+	if err := apitest.StrictUnmarshal(j, &back); err != nil {
 		t.Fatalf("strict decode of our own encoding: %v\n%s", err, j)
 	}
 	if !apiequality.Semantic.DeepEqual(orig, &back) {
@@ -146,15 +135,6 @@ func countZeroFields(v reflect.Value) int {
 	return 0
 }
 
-func newScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("AddToScheme: %v", err)
-	}
-	return scheme
-}
-
 func TestUnknownFieldIsRefused(t *testing.T) {
 	// The strict decode above must be able to fail: a misspelt field in the
 	// spec is an error, while any field inside policy (a RawExtension,
@@ -162,18 +142,18 @@ func TestUnknownFieldIsRefused(t *testing.T) {
 	const bad = `{"apiVersion":"wasmprov.io/v1alpha1","kind":"WasmProvider","metadata":{"name":"x"},` +
 		`"spec":{"cloudProvider":"x","source":{"url":{"url":"https://e.example/x.wasm","sha256":"00"}},"revisionHistorylimit":3}}`
 	var wp v1alpha1.WasmProvider
-	if err := strictUnmarshal([]byte(bad), &wp); err == nil {
+	if err := apitest.StrictUnmarshal([]byte(bad), &wp); err == nil {
 		t.Error("strict decode accepted spec.revisionHistorylimit (wrong case)")
 	}
 	const ok = `{"apiVersion":"wasmprov.io/v1alpha1","kind":"WasmProvider","metadata":{"name":"x"},` +
 		`"spec":{"cloudProvider":"x","source":{"url":{"url":"https://e.example/x.wasm","sha256":"00"}},"policy":{"anything":1}}}`
-	if err := strictUnmarshal([]byte(ok), &wp); err != nil {
+	if err := apitest.StrictUnmarshal([]byte(ok), &wp); err != nil {
 		t.Errorf("strict decode refused a field inside the policy RawExtension: %v", err)
 	}
 }
 
 func TestSchemeRegistration(t *testing.T) {
-	scheme := newScheme(t)
+	scheme := apitest.Scheme(t, v1alpha1.AddToScheme)
 	for kind, want := range map[string]reflect.Type{
 		"WasmProvider":     reflect.TypeFor[v1alpha1.WasmProvider](),
 		"WasmProviderList": reflect.TypeFor[v1alpha1.WasmProviderList](),
