@@ -20,7 +20,7 @@ var hostModules = []string{"controller", "runtime/signature", "cmd/wasmprov", "i
 // the build tags it builds them with, and the module whose versions they
 // must build ("" is the main one). Sigstore needs newer golang.org/x
 // modules than the oldest the main module supports (machine-controller's,
-// TestEmbedderModuleRequiresNoMoreThanMachineController), so the modules
+// cmd/wasmprov's TestMachineControllerDropIn), so the modules
 // that link it (the CLI, runtime/signature, e2e) build the CLI's: the
 // packages they share with the main module compile twice, once per set.
 var nestedModules = []struct{ dir, tags, ref string }{
