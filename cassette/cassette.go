@@ -18,8 +18,13 @@
 // puts its name in the context of its provider calls, and replay matches a
 // request only against interactions recorded under the same scope, in
 // order. Independent scopes may run concurrently without disturbing each
-// other. A request that matches nothing fails the http_do call and is
-// recorded as a Mismatch, with a diff against the closest recorded request.
+// other; calls that run concurrently within one scope must not send
+// identical requests, or they take each other's recorded answers. So a
+// scope is per Machine: the conformance suite scopes each Machine's calls
+// "check/machine". Scopes nest at "/": Replayer.Check of "check" covers
+// "check/machine". A request that matches nothing fails the http_do call
+// and is recorded as a Mismatch, with a diff against the closest recorded
+// request, or the reason an identical request went elsewhere.
 package cassette
 
 import (

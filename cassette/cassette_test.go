@@ -179,3 +179,89 @@ func TestIgnoreFields(t *testing.T) {
 		t.Fatal("a difference outside the ignored fields matched")
 	}
 }
+
+// A recorder with a host alias sends a provider's requests for the real
+// API host to a local server, and stores the URL the provider asked for,
+// so the cassette replays with no alias at all.
+func TestRecorderAliases(t *testing.T) {
+	srv := server(t)
+	target, _ := url.Parse(srv.URL)
+	rec := &Recorder{Aliases: map[string]*url.URL{"api.example.com": target}, Redact: Redaction{Secrets: []string{"s3cr3t"}}}
+	ctx := WithScope(context.Background(), "create/m1")
+	resp, _, err := do(t, rec, ctx, "POST", "https://api.example.com/v2/droplets", `{"name":"m1"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("status %d: the request did not reach the aliased server", resp.StatusCode)
+	}
+	// Another port of the host is not the alias's ("host" matches a URL
+	// without a port only, as the runtime's policy aliases do).
+	if _, _, err := do(t, rec, ctx, "GET", "https://api.example.com:8443/v2/droplets", ""); err == nil {
+		t.Fatal("a request to another port of the aliased host was sent to the alias")
+	}
+	c := rec.Cassette()
+	if got := c.Interactions[0].Request.URL; got != "https://api.example.com/v2/droplets" {
+		t.Fatalf("the cassette stores %q, want the URL the provider asked for", got)
+	}
+	rep := NewReplayer(c, Redaction{Secrets: []string{"s3cr3t"}})
+	if resp, _, err := do(t, rep, ctx, "POST", "https://api.example.com/v2/droplets", `{"name":"m1"}`); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("replay without an alias: %v", err)
+	}
+}
+
+// Calls for two Machines recorded under their own scopes ("check/m1",
+// "check/m2") replay in any order; replayed under one shared scope, the
+// error says why the identical requests went astray, and Check of the
+// check's scope covers its Machines' scopes.
+func TestScopesPerMachine(t *testing.T) {
+	req := Request{Method: "GET", URL: "http://x.test/v2/sizes"}
+	c := &Cassette{Version: Version, Interactions: []Interaction{
+		{Scope: "check/m1", Request: req, Response: Response{Status: 200, Body: Body(`{"for":"m1"}`)}},
+		{Scope: "check/m2", Request: req, Response: Response{Status: 200, Body: Body(`{"for":"m2"}`)}},
+		{Scope: "shared", Request: req, Response: Response{Status: 200, Body: Body(`{"for":"first"}`)}},
+	}}
+	rep := NewReplayer(c, Redaction{})
+	for _, m := range []string{"m2", "m1"} {
+		_, b, err := do(t, rep, WithScope(context.Background(), "check/"+m), "GET", "http://x.test/v2/sizes", "")
+		if err != nil || !strings.Contains(string(b), m) {
+			t.Fatalf("Machine %s got %s, %v", m, b, err)
+		}
+	}
+	if err := rep.Check("check"); err != nil {
+		t.Fatalf("Check of the check's scope: %v", err)
+	}
+
+	_, _, err := do(t, rep, WithScope(context.Background(), "check"), "GET", "http://x.test/v2/sizes", "")
+	if err == nil || !strings.Contains(err.Error(), `recorded in scope "check/m`) {
+		t.Fatalf("a request replayed outside the scope it was recorded in: %v", err)
+	}
+	shared := WithScope(context.Background(), "shared")
+	if _, _, err := do(t, rep, shared, "GET", "http://x.test/v2/sizes", ""); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = do(t, rep, shared, "GET", "http://x.test/v2/sizes", "")
+	if err == nil || !strings.Contains(err.Error(), "already answered") || !strings.Contains(err.Error(), "scope of its own") {
+		t.Fatalf("a second identical request in a shared scope: %v", err)
+	}
+	if err := rep.Check("check"); err == nil || !strings.Contains(err.Error(), "no recorded interaction") {
+		t.Fatalf("Check missed the mismatch in the check's scope: %v", err)
+	}
+
+	// Unused interactions of a Machine's scope are reported under the
+	// check, naming the Machine's scope.
+	rep = NewReplayer(c, Redaction{})
+	if err := rep.Check("check"); err == nil || !strings.Contains(err.Error(), `(scope "check/m2")`) {
+		t.Fatalf("Check = %v", err)
+	}
+	if err := rep.CheckAll(); err == nil || strings.Count(err.Error(), "never requested") != 3 {
+		t.Fatalf("CheckAll reports each scope once: %v", err)
+	}
+	// A parent scope's Check covers its sub-scopes: CheckAll does not
+	// report them twice.
+	c.Interactions = append(c.Interactions, Interaction{Scope: "check", Request: req, Response: Response{Status: 200}})
+	rep = NewReplayer(c, Redaction{})
+	if err := rep.CheckAll(); err == nil || strings.Count(err.Error(), "GET http://x.test/v2/sizes") != 4 {
+		t.Fatalf("CheckAll = %v", err)
+	}
+}

@@ -3,8 +3,10 @@ package cassette
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 )
 
@@ -24,6 +26,15 @@ type Recorder struct {
 	// endpoint replays the same requests whatever port a simulator listened
 	// on while recording.
 	Target, Canonical *url.URL
+	// Aliases, when set, send requests for a host (the key: "host:port",
+	// or "host" for a URL without a port, as in runtime.Policy's
+	// HostAliases) to another scheme and host (the value, e.g.
+	// http://127.0.0.1:8080) while the cassette stores the URL the
+	// provider asked for: the runtime's policy host aliases
+	// (runtime.Policy.HostAliases) done by the recorder, so that a
+	// provider calling https://api.example.com records against a local
+	// simulator and replays with no alias at all.
+	Aliases map[string]*url.URL
 	// Redact says what is secret.
 	Redact Redaction
 	// DropResponseHeaders are not recorded (nil means
@@ -54,9 +65,9 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.Clone(req.Context())
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.ContentLength = int64(len(body))
-	if r.Target != nil && r.Canonical != nil && req.URL.Scheme == r.Canonical.Scheme && req.URL.Host == r.Canonical.Host {
+	if to := r.route(req.URL); to != nil {
 		u := *req.URL
-		u.Scheme, u.Host = r.Target.Scheme, r.Target.Host
+		u.Scheme, u.Host = to.Scheme, to.Host
 		out.URL = &u
 		out.Host = u.Host
 	}
@@ -91,6 +102,29 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body = io.NopCloser(bytes.NewReader(rb))
 	resp.ContentLength = int64(len(rb))
 	return resp, nil
+}
+
+// route returns where a request for u goes instead (nil: to u): Target
+// for the canonical URL, else u's host alias.
+func (r *Recorder) route(u *url.URL) *url.URL {
+	if r.Target != nil && r.Canonical != nil && u.Scheme == r.Canonical.Scheme && u.Host == r.Canonical.Host {
+		return r.Target
+	}
+	if len(r.Aliases) == 0 {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	host := strings.ToLower(u.Hostname())
+	if to, ok := r.Aliases[net.JoinHostPort(host, port)]; ok {
+		return to
+	}
+	if u.Port() == "" {
+		return r.Aliases[host]
+	}
+	return nil
 }
 
 // Cassette returns what was recorded so far.

@@ -142,7 +142,9 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		candidates = append(candidates, i)
 	}
 	m := &Mismatch{Scope: scope, Request: got}
-	if len(candidates) == 0 {
+	if elsewhere := r.identicalElsewhere(scope, got); elsewhere != "" {
+		m.Reason = elsewhere
+	} else if len(candidates) == 0 {
 		m.Reason = "every interaction recorded in this scope was already used"
 	} else {
 		best := candidates[0]
@@ -157,6 +159,35 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r.mismatches = append(r.mismatches, m)
 	return nil, m
+}
+
+// identicalElsewhere explains a request that matches nothing left in its
+// scope but is identical to one recorded under another scope, or to one
+// of its own scope already replayed: the sign of calls for different
+// Machines sharing a scope, whose identical requests take each other's
+// recorded answers. It returns "" when there is no such interaction. r.mu
+// is held.
+func (r *Replayer) identicalElsewhere(scope string, got Request) string {
+	other := ""
+	for i, in := range r.c.Interactions {
+		if !matches(r.masked(in.Request), got) {
+			continue
+		}
+		if in.Scope == scope && r.used[i] {
+			return "an identical request of this scope was already answered: when calls for several Machines share a scope, " +
+				"their identical requests take each other's recorded answers in whatever order they run; give each Machine's calls " +
+				"a scope of its own (cassette.WithScope(ctx, check+\"/\"+machine), as the conformance suite does) or make the requests " +
+				"distinguishable (a per-Machine name, tag or label in the URL or body)"
+		}
+		if in.Scope != scope && other == "" {
+			other = in.Scope
+		}
+	}
+	if other != "" {
+		return fmt.Sprintf("an identical request was recorded in scope %q: the calls were recorded under other scopes than they replay in; "+
+			"give each Machine's calls the scope they were recorded with (cassette.WithScope)", other)
+	}
+	return ""
 }
 
 func response(req *http.Request, rec Response) *http.Response {
@@ -227,26 +258,33 @@ func render(req Request) []string {
 	return append(lines, strings.Split(string(req.Body), "\n")...)
 }
 
-// Mismatches returns the mismatches seen in scope.
+// within reports whether s is scope or one of its sub-scopes
+// ("check/machine" is within "check").
+func within(s, scope string) bool {
+	return s == scope || strings.HasPrefix(s, scope+"/")
+}
+
+// Mismatches returns the mismatches seen in scope and its sub-scopes.
 func (r *Replayer) Mismatches(scope string) []*Mismatch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*Mismatch
 	for _, m := range r.mismatches {
-		if m.Scope == scope {
+		if within(m.Scope, scope) {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// Unused returns the interactions of scope that were never replayed.
+// Unused returns the interactions of scope and its sub-scopes that were
+// never replayed.
 func (r *Replayer) Unused(scope string) []Interaction {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Interaction
 	for i, in := range r.c.Interactions {
-		if in.Scope == scope && !r.used[i] {
+		if within(in.Scope, scope) && !r.used[i] {
 			out = append(out, in)
 		}
 	}
@@ -254,7 +292,8 @@ func (r *Replayer) Unused(scope string) []Interaction {
 }
 
 // Check returns an error describing every mismatch and every unused
-// interaction of scope, or nil when the replay of scope was exact.
+// interaction of scope and its sub-scopes, or nil when the replay of them
+// was exact.
 func (r *Replayer) Check(scope string) error {
 	var errs []error
 	for _, m := range r.Mismatches(scope) {
@@ -265,10 +304,23 @@ func (r *Replayer) Check(scope string) error {
 		fmt.Fprintf(&b, "cassette: %d recorded interaction(s) in scope %q were never requested:", len(unused), scope)
 		for _, in := range unused {
 			fmt.Fprintf(&b, "\n  %s %s", in.Request.Method, in.Request.URL)
+			if in.Scope != scope {
+				fmt.Fprintf(&b, " (scope %q)", in.Scope)
+			}
 		}
 		errs = append(errs, errors.New(b.String()))
 	}
 	return errors.Join(errs...)
+}
+
+// nested reports whether s is a sub-scope of another scope in scopes.
+func nested(s string, scopes map[string]bool) bool {
+	for t := range scopes {
+		if t != s && within(s, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckAll is Check for every scope of the cassette and every scope a
@@ -285,7 +337,9 @@ func (r *Replayer) CheckAll() error {
 	r.mu.Unlock()
 	names := make([]string, 0, len(scopes))
 	for s := range scopes {
-		names = append(names, s)
+		if !nested(s, scopes) { // Check of its parent covers it
+			names = append(names, s)
+		}
 	}
 	sort.Strings(names)
 	var errs []error
