@@ -42,7 +42,7 @@ func (t *T) create(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alp
 	// The controller's own write racing the call: the provider's first
 	// machine_update conflicts and is re-applied to the fresh Machine.
 	t.store.touch(m)
-	ctx, cancel := t.call()
+	ctx, cancel := t.callFor(m)
 	defer cancel()
 	inst, err := t.env.p.Create(ctx, cur.DeepCopy(), createData(t.store), userdata)
 	if err == nil && inst == nil {
@@ -58,7 +58,7 @@ func (t *T) create(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alp
 // passed.
 func (t *T) get(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alpha1.Machine, error) {
 	cur := t.current(m)
-	ctx, cancel := t.call()
+	ctx, cancel := t.callFor(m)
 	defer cancel()
 	inst, err := t.env.p.Get(ctx, cur.DeepCopy(), nil)
 	if err == nil && inst == nil {
@@ -90,7 +90,7 @@ func (t *T) deleteAll(m *clusterv1alpha1.Machine) error {
 		calls++
 		cur := t.current(m)
 		t.store.touch(m)
-		ctx, cancel := t.call()
+		ctx, cancel := t.callFor(m)
 		err = t.env.p.Delete(ctx, cur, createData(t.store))
 		cancel()
 		if err == nil {

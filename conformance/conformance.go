@@ -8,10 +8,15 @@
 // JUnit XML or JSON.
 //
 // Checks that need a cloud talk to it through the host's http_do, so they
-// run against a live simulator (Config.CloudURL), a cassette replayed
-// offline (Config.Cassette), or record a cassette from a simulator
-// (Config.Record). The provider finds the cloud through its provider spec:
-// "${CLOUD_URL}" in Config.ProviderSpec is replaced by the URL to use.
+// run against a live simulator, a cassette replayed offline
+// (Config.Cassette), or record a cassette from a simulator
+// (Config.Record). The provider keeps calling its cloud's real API
+// (https://api.example.com) and a host alias in Config.Policy.HostAliases
+// sends those requests to a simulator on loopback, so the Machine spec is
+// the one the provider's users write; cassettes store the real URLs and
+// replay without the alias. A provider whose spec names its endpoint can
+// instead be given Config.CloudURL: "${CLOUD_URL}" in Config.ProviderSpec
+// is replaced by the URL to use.
 //
 // The suite calls a provider as machine-controller does: its Machines live
 // in an in-memory store, what the provider writes with machine_update in
@@ -81,11 +86,17 @@ type Config struct {
 	// Profile is ProfileStateful unless set.
 	Profile Profile
 	// Policy is the host policy the provider runs under. The cloud URL's
-	// host is added to AllowedHosts (and plain http allowed for it).
+	// host is added to AllowedHosts (and plain http allowed for it), and
+	// so is every HostAliases host: an alias such as
+	// "api.digitalocean.com" → "http://127.0.0.1:8080" is how a provider
+	// calling its real API reaches a simulator. While recording, the
+	// recorder follows the aliases and the cassette keeps the URLs the
+	// provider asked for; a replay needs no alias.
 	Policy runtime.Policy
 
-	// CloudURL is a live cloud or simulator. Without Cassette, requests go
-	// there directly.
+	// CloudURL is a live cloud or simulator the provider's spec names
+	// through ${CLOUD_URL}. Without Cassette, requests go there directly.
+	// Not needed with host aliases.
 	CloudURL string
 	// Cassette is a cassette file: replayed offline, or written when Record
 	// is set (which needs CloudURL).
@@ -265,8 +276,8 @@ func prepare(cfg Config) (Config, []byte, error) {
 	if err := CheckSelection(cfg.Checks); err != nil {
 		return cfg, nil, err
 	}
-	if cfg.Record && (cfg.Cassette == "" || cfg.CloudURL == "") {
-		return cfg, nil, fmt.Errorf("recording needs both a cassette file and a cloud URL")
+	if cfg.Record && (cfg.Cassette == "" || (cfg.CloudURL == "" && len(cfg.Policy.HostAliases) == 0)) {
+		return cfg, nil, fmt.Errorf("recording needs a cassette file and a cloud to record from: a cloud URL, or host aliases in the policy")
 	}
 	return cfg, wasm, nil
 }
@@ -282,15 +293,24 @@ func (e *env) cloud(rep *Report) (string, http.RoundTripper, *cassette.Recorder,
 	var recorder *cassette.Recorder
 	switch {
 	case cfg.Cassette != "" && cfg.Record:
-		target, err := url.Parse(cfg.CloudURL)
+		aliases, err := recorderAliases(cfg.Policy.HostAliases)
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("cloud URL: %w", err)
+			return "", nil, nil, err
 		}
-		canonical, _ := url.Parse(CanonicalCloudURL)
-		recorder = &cassette.Recorder{Target: target, Canonical: canonical, Redact: cfg.Redact}
-		transport = recorder // forwards to the simulator URL the caller named
-		cloudURL = CanonicalCloudURL
-		rep.Cloud = "recording " + cfg.CloudURL + " into " + cfg.Cassette
+		recorder = &cassette.Recorder{Aliases: aliases, Redact: cfg.Redact}
+		from := hostAliasList(cfg.Policy.HostAliases)
+		if cfg.CloudURL != "" {
+			target, err := url.Parse(cfg.CloudURL)
+			if err != nil {
+				return "", nil, nil, fmt.Errorf("cloud URL: %w", err)
+			}
+			recorder.Target = target
+			recorder.Canonical, _ = url.Parse(CanonicalCloudURL)
+			cloudURL = CanonicalCloudURL
+			from = append([]string{cfg.CloudURL}, from...)
+		}
+		transport = recorder // forwards to the simulator the caller named
+		rep.Cloud = "recording " + strings.Join(from, ", ") + " into " + cfg.Cassette
 	case cfg.Cassette != "":
 		c, err := cassette.Load(cfg.Cassette)
 		if err != nil {
@@ -300,19 +320,66 @@ func (e *env) cloud(rep *Report) (string, http.RoundTripper, *cassette.Recorder,
 		transport = e.replay // answers from the cassette, dials nothing
 		cloudURL = CanonicalCloudURL
 		rep.Cloud = "replaying " + cfg.Cassette
-	case cfg.CloudURL != "":
+	case cfg.CloudURL != "" || len(cfg.Policy.HostAliases) > 0:
 		cloudURL = cfg.CloudURL
-		rep.Cloud = cfg.CloudURL
+		rep.Cloud = strings.Join(append(nonEmpty(cfg.CloudURL), hostAliasList(cfg.Policy.HostAliases)...), ", ")
 	default:
 		rep.Cloud = "none"
 	}
 	return cloudURL, transport, recorder, nil
 }
 
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// hostAliasList describes the policy's host aliases, "host → URL",
+// sorted.
+func hostAliasList(aliases map[string]string) []string {
+	out := make([]string, 0, len(aliases))
+	for from, to := range aliases {
+		out = append(out, from+" → "+to)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// recorderAliases parses the policy's host aliases for the recorder, which
+// does while recording what the runtime's aliases do live: the cassette
+// then holds the URLs the provider asked for, and replays without them.
+func recorderAliases(aliases map[string]string) (map[string]*url.URL, error) {
+	if len(aliases) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*url.URL, len(aliases))
+	for from, to := range aliases {
+		u, err := url.Parse(to)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("host alias %s → %q: the target must be a URL such as http://127.0.0.1:8080", from, to)
+		}
+		out[strings.ToLower(from)] = &url.URL{Scheme: u.Scheme, Host: u.Host}
+	}
+	return out, nil
+}
+
 // runPolicy is cfg.Policy with the cloud's host allowed and the pool and
 // call timeout the run needs.
+//
+// A host alias's host is allowed too: the provider names it as written.
+// With a cassette the aliases leave the policy: the recorder sends the
+// aliased requests on, and replay answers them without a network.
 func runPolicy(cfg Config, cloudURL string) (runtime.Policy, error) {
 	policy := cfg.Policy
+	for from := range cfg.Policy.HostAliases {
+		policy.AllowedHosts = append(slices.Clone(policy.AllowedHosts), strings.ToLower(from))
+	}
+	slices.Sort(policy.AllowedHosts[len(cfg.Policy.AllowedHosts):])
+	if cfg.Cassette != "" {
+		policy.HostAliases = nil
+	}
 	if cloudURL != "" {
 		u, err := url.Parse(cloudURL)
 		if err != nil {

@@ -85,7 +85,7 @@ func checkCreateIdempotent(t *T) error {
 
 func checkDeleteMissing(t *T) error {
 	m := t.machine(0)
-	ctx, cancel := t.call()
+	ctx, cancel := t.callFor(m)
 	defer cancel()
 	err := t.env.p.Delete(ctx, t.current(m), createData(t.store))
 	if errors.Is(err, runtime.ErrDeletionInProgress) {
@@ -129,7 +129,7 @@ func checkMigrateUID(t *T) error {
 	}
 	newUID := uid(t.id + "/migrated")
 	cur := t.current(m)
-	ctx, cancel := t.call()
+	ctx, cancel := t.callFor(m)
 	defer cancel()
 	if err := t.env.p.MigrateUID(ctx, cur.DeepCopy(), newUID, nil); err != nil {
 		return failf("MigrateUID failed: %s\nMigrateUID received: %s", describe(err), describeMachine(cur))

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/cassette"
 	"github.com/wasmprov/wasmprov/provider"
 )
@@ -140,4 +141,13 @@ func (t *T) cleanup() {
 // read passes its namespace: config_var may read Secrets there.
 func (t *T) call() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(provider.WithMachineNamespace(t.ctx, machineNamespace), t.env.cfg.CallTimeout)
+}
+
+// callFor returns a context for one call for Machine m: its HTTP traffic
+// is recorded and replayed under the Machine's own cassette scope
+// ("check/machine"), so that Machines driven concurrently never take each
+// other's recorded answers for identical requests.
+func (t *T) callFor(m *clusterv1alpha1.Machine) (context.Context, context.CancelFunc) {
+	ctx := cassette.WithScope(t.ctx, t.id+"/"+m.Name)
+	return context.WithTimeout(provider.WithMachineNamespace(ctx, machineNamespace), t.env.cfg.CallTimeout)
 }
