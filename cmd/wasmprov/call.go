@@ -26,7 +26,7 @@ func init() {
 func runCall(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	file := fs.String("f", "", "Machine manifest (YAML or JSON)")
-	policyFile := fs.String("policy", "", "policy file (default: PROVIDER.yaml next to the module, if present)")
+	policyF := addPolicyFlags(fs, "policy file (default: PROVIDER.yaml next to the module, if present)")
 	userdata := fs.String("userdata", "", "file with the userdata for Create")
 	newUID := fs.String("new-uid", "", "new UID for MigrateUID")
 	pvFile := fs.String("pvs", "", "PersistentVolumeList manifest for Create/Delete")
@@ -53,7 +53,20 @@ func runCall(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, rt, err := loadForCLI(ctx, module, *policyFile, *cacheDir, env)
+	if policyF.file == "" {
+		if candidate := strings.TrimSuffix(module, ".wasm") + ".yaml"; fileExists(candidate) {
+			policyF.file = candidate
+		}
+	}
+	policy, set, err := policyF.policy()
+	if err != nil {
+		return err
+	}
+	var loadOpts []runtime.LoadOption
+	if set {
+		loadOpts = append(loadOpts, runtime.WithPolicy(policy))
+	}
+	p, rt, err := loadForCLI(ctx, module, *cacheDir, env, loadOpts...)
 	if err != nil {
 		return err
 	}
@@ -215,9 +228,9 @@ func printYAML(w io.Writer, v any) error {
 	return err
 }
 
-// loadForCLI loads one module with its policy, logging and resolving the
-// Machine's references as env says.
-func loadForCLI(ctx context.Context, module, policyFile, cacheDir string, env cliEnv) (*runtime.Provider, *runtime.Runtime, error) {
+// loadForCLI loads one module with logging and resolving the Machine's
+// references as env says, and the load options given (a policy).
+func loadForCLI(ctx context.Context, module, cacheDir string, env cliEnv, loadOpts ...runtime.LoadOption) (*runtime.Provider, *runtime.Runtime, error) {
 	opts := []runtime.Option{engineOption(), runtime.WithLogger(env.logger)}
 	if env.kube != nil {
 		opts = append(opts, runtime.WithKubernetesClient(env.kube))
@@ -228,20 +241,6 @@ func loadForCLI(ctx context.Context, module, policyFile, cacheDir string, env cl
 	rt, err := runtime.New(opts...)
 	if err != nil {
 		return nil, nil, err
-	}
-	if policyFile == "" {
-		if candidate := strings.TrimSuffix(module, ".wasm") + ".yaml"; fileExists(candidate) {
-			policyFile = candidate
-		}
-	}
-	var loadOpts []runtime.LoadOption
-	if policyFile != "" {
-		policy, err := runtime.ReadPolicyFile(policyFile)
-		if err != nil {
-			rt.Close(ctx)
-			return nil, nil, err
-		}
-		loadOpts = append(loadOpts, runtime.WithPolicy(policy))
 	}
 	p, err := rt.Load(ctx, module, loadOpts...)
 	if err != nil {

@@ -125,3 +125,44 @@ func TestCallCurrentContractMethods(t *testing.T) {
 		t.Errorf("unknown method: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// --alias sends an unmodified provider's requests for its real API host to
+// a simulator: the Machine is the one a user writes (no endpoint), and
+// without the alias the same call reaches nothing.
+func TestCallAlias(t *testing.T) {
+	hetzner := testguest.Build(t, "examples/hetzner")
+	cache := testguest.CompilationCacheDir(t)
+	sim, err := hcloudsim.Start(hcloudsim.Options{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	b, err := os.ReadFile(filepath.Join("testdata", "hetzner", "machine.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(machine, []byte(strings.ReplaceAll(string(b), "        endpoint: ENDPOINT\n", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	call := func(extra ...string) (int, string, string) {
+		return runCLI(t, append([]string{"call", hetzner, "Validate", "-f", machine, "-cache", cache,
+			"--secret-file", filepath.Join("testdata", "hetzner", "token-secret.yaml")}, extra...)...)
+	}
+	code, out, errOut := call("--alias", "api.hetzner.cloud="+strings.TrimSuffix(sim.URL, "/v1"))
+	if code != 0 || out != "valid: true\n" {
+		t.Fatalf("Validate through --alias: exit %d, stdout %q\n%s", code, out, errOut)
+	}
+	if len(sim.Requests()) == 0 {
+		t.Fatal("Validate reached no simulator through the alias")
+	}
+	sim.ResetRequests()
+	if code, _, errOut := call(); code == 0 || len(sim.Requests()) != 0 {
+		t.Fatalf("without --alias: exit %d, %d requests reached the simulator\n%s", code, len(sim.Requests()), errOut)
+	}
+	for _, bad := range []string{"api.hetzner.cloud", "api.hetzner.cloud=http://10.0.0.5:80"} {
+		if code, _, errOut := call("--alias", bad); code == 0 || !strings.Contains(strings.ToLower(errOut), "alias") {
+			t.Errorf("--alias %s: exit %d, stderr %q; want a refusal naming the alias", bad, code, errOut)
+		}
+	}
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/wasmprov/wasmprov/cassette"
 	"github.com/wasmprov/wasmprov/conformance"
-	"github.com/wasmprov/wasmprov/runtime"
 
 	"k8s.io/client-go/kubernetes"
 )
@@ -57,7 +56,7 @@ Checks:
 	fs.Var(&checks, "check", "run only this check ID, or the checks under a group such as 'create' or 'create.' (repeatable; one that selects no check is an error)")
 	fs.Var(&ignores, "ignore", "on replay, do not compare these request body fields: 'METHOD PATH-SUFFIX field,field' (repeatable)")
 	fs.Var(&hosts, "allow-host", "add a host to the policy's allowed hosts (repeatable)")
-	policyFile := fs.String("policy", "", "a policy file (runtime.Policy, YAML or JSON, as for call) to run the provider under")
+	policyF := addPolicyFlags(fs, "a policy file (runtime.Policy, YAML or JSON, as for call) to run the provider under")
 	junit := fs.String("junit", "", "write a JUnit XML report to this file")
 	jsonOut := fs.String("json", "", "write a JSON report to this file ('-' for stdout instead of text)")
 	seed := fs.Uint64("seed", 1, "seed of the fuzzed Machines")
@@ -86,7 +85,7 @@ Checks:
 	if err != nil {
 		return err
 	}
-	policy, err := readPolicyFlag(*policyFile)
+	policy, _, err := policyF.policy()
 	if err != nil {
 		return err
 	}
@@ -161,25 +160,6 @@ func parseIgnoreFlags(ignores []string) ([]cassette.Ignore, error) {
 		ignore = append(ignore, cassette.Ignore{Method: f[0], Path: f[1], Fields: strings.Split(f[2], ",")})
 	}
 	return ignore, nil
-}
-
-// readPolicyFlag reads --policy's policy file (none: the zero Policy):
-// YAML or JSON, strictly, as call, serve and the registry read one
-// (runtime.ParsePolicy), so that one file serves every command and a
-// misspelt field is an error rather than a restriction silently dropped.
-func readPolicyFlag(policyFile string) (runtime.Policy, error) {
-	if policyFile == "" {
-		return runtime.Policy{}, nil
-	}
-	b, err := os.ReadFile(policyFile)
-	if err != nil {
-		return runtime.Policy{}, err
-	}
-	policy, err := runtime.ParsePolicy(b)
-	if err != nil {
-		return runtime.Policy{}, fmt.Errorf("--policy %s: %w", policyFile, err)
-	}
-	return policy, nil
 }
 
 // writeReports writes rep as text to stdout (unless --json is "-") and

@@ -46,7 +46,7 @@ func demo(ctx context.Context, w io.Writer, module, cacheDir string, env cliEnv)
 	}
 	start := time.Now()
 	fmt.Fprintf(w, "loading %s (compiling on first use, from the cache afterwards)...\n", module)
-	p, rt, err := loadForCLI(ctx, module, "", cacheDir, env)
+	p, rt, err := loadForCLI(ctx, module, cacheDir, env)
 	if err != nil {
 		return err
 	}

@@ -164,7 +164,7 @@ func TestConformancePolicyFileIsStrictYAMLOrJSON(t *testing.T) {
 		write("p.yaml", "allowedHosts: [\"127.0.0.1:*\"]\nallowInsecureHTTP: true\n"),
 		write("p.json", `{"allowedHosts":["127.0.0.1:*"],"allowInsecureHTTP":true}`),
 	} {
-		p, err := readPolicyFlag(f)
+		p, err := readPolicyFile(f)
 		if err != nil {
 			t.Fatalf("%s: %v", filepath.Base(f), err)
 		}
@@ -173,7 +173,7 @@ func TestConformancePolicyFileIsStrictYAMLOrJSON(t *testing.T) {
 		}
 	}
 	for _, body := range []string{"allowedhosts: [x]\n", `{"allowedHosts":["x"],"allowInsecureHttp":true}`} {
-		if _, err := readPolicyFlag(write("bad", body)); err == nil || !strings.Contains(err.Error(), "--policy") {
+		if _, err := readPolicyFile(write("bad", body)); err == nil || !strings.Contains(err.Error(), "--policy") {
 			t.Errorf("%q: error %v, want a refusal naming --policy", body, err)
 		}
 	}
