@@ -53,9 +53,36 @@ func TestRefcloudLive(t *testing.T) {
 	cfg := refConfig(t, "conformance/testdata/refcloud")
 	_, cfg.CloudURL = startCloud(t)
 	rep := conformance.RunT(t, cfg)
-	if c := rep.Counts(); c.Skip != 0 || c.Warn != 0 {
-		t.Errorf("%d checks skipped and %d warned in the stateful profile", c.Skip, c.Warn)
+	faults := 0
+	for _, c := range conformance.Checks {
+		if c.Faults {
+			faults++
+		}
 	}
+	if c := rep.Counts(); c.Skip != faults || c.Warn != 0 {
+		t.Errorf("%d checks skipped (want the %d of the faults profile) and %d warned in the stateful profile", c.Skip, faults, c.Warn)
+	}
+}
+
+// The reference provider passes the faults profile live and from a
+// cassette recorded with the faults injected, and leaves nothing in the
+// cloud.
+func TestRefcloudFaults(t *testing.T) {
+	cloud, url := startCloud(t)
+	cfg := refConfig(t, "conformance/testdata/refcloud")
+	cfg.Profile, cfg.CloudURL = conformance.ProfileFaults, url
+	cfg.Checks = []string{"faults."}
+	rep := conformance.RunT(t, cfg)
+	if c := rep.Counts(); c.Pass != 3 {
+		t.Fatalf("%d fault checks passed, want 3:\n%s", c.Pass, text(rep))
+	}
+	if left := cloud.Instances(); len(left) != 0 {
+		t.Fatalf("the faults profile left %d instances: %+v", len(left), left)
+	}
+	cfg.Cassette, cfg.Record = filepath.Join(t.TempDir(), "faults.json"), true
+	conformance.RunT(t, cfg)
+	cfg.Record, cfg.CloudURL = false, ""
+	conformance.RunT(t, cfg)
 }
 
 // Recording against the cloud and replaying offline gives the same
@@ -136,6 +163,10 @@ var brokenProviders = map[string]string{
 	"no-size-label":           "metrics.size-label",
 	"shared-name":             "concurrency.independent",
 	"panics-on-short-name":    "robustness.no-panics",
+	"migrate-keeps-old-uid":   "migrate-uid.old-uid-forgotten",
+	"nil-response-on-fault":   "faults.create",
+	"not-found-on-fault":      "faults.get",
+	"delete-ignores-errors":   "faults.delete",
 }
 
 func TestEveryCheckHasABrokenProvider(t *testing.T) {
@@ -186,6 +217,9 @@ func TestBrokenProviders(t *testing.T) {
 			cfg := refConfig(t, "conformance/testdata/refcloud")
 			cfg.Module, cfg.Name = mods[n], n
 			_, cfg.CloudURL = startCloud(t)
+			if strings.HasPrefix(want, "faults.") {
+				cfg.Profile, cfg.Checks = conformance.ProfileFaults, []string{want}
+			}
 			rep, err := conformance.Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)

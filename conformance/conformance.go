@@ -62,6 +62,11 @@ const (
 	// machine-controller's fake provider: Get finds an instance for every
 	// Machine. Checks that need state are skipped.
 	ProfileStateless Profile = "stateless"
+	// ProfileFaults is ProfileStateful and the faults.* checks: transport
+	// faults (connection resets before and after the cloud handled a
+	// request, 503s, responses held until shortly before the deadline)
+	// injected into one request of a call at a time.
+	ProfileFaults Profile = "faults"
 )
 
 // CanonicalCloudURL is the cloud URL a provider is configured with when the
@@ -175,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cfg: cfg, wasm: wasm, denied: &deniedLog{}, stateful: cfg.Profile == ProfileStateful}
+	e := &env{cfg: cfg, wasm: wasm, denied: &deniedLog{}, stateful: cfg.Profile != ProfileStateless}
 	rep := &Report{Provider: cfg.Name, Profile: cfg.Profile}
 
 	cloudURL, transport, recorder, err := e.cloud(rep)
@@ -203,7 +208,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Kube != nil {
 		opts = append(opts, runtime.WithKubernetesClient(cfg.Kube))
 	}
-	if transport != nil {
+	switch {
+	case cfg.Profile == ProfileFaults:
+		// Faults are injected in front of whatever answers: the cloud, the
+		// recorder or the replayer. An injected fault never reaches a
+		// cassette, so a faulted run records and replays the same way.
+		opts = append(opts, runtime.WithHTTPTransport(func(base http.RoundTripper) http.RoundTripper {
+			if transport != nil {
+				base = transport
+			}
+			return faultTransport{base: base}
+		}))
+	case transport != nil:
 		opts = append(opts, runtime.WithHTTPTransport(func(http.RoundTripper) http.RoundTripper { return transport }))
 	}
 	if len(cfg.HostFunctions) > 0 {
@@ -238,8 +254,8 @@ func prepare(cfg Config) (Config, []byte, error) {
 	if cfg.Profile == "" {
 		cfg.Profile = ProfileStateful
 	}
-	if cfg.Profile != ProfileStateful && cfg.Profile != ProfileStateless {
-		return cfg, nil, fmt.Errorf("unknown profile %q (want %q or %q)", cfg.Profile, ProfileStateful, ProfileStateless)
+	if cfg.Profile != ProfileStateful && cfg.Profile != ProfileStateless && cfg.Profile != ProfileFaults {
+		return cfg, nil, fmt.Errorf("unknown profile %q (want %q, %q or %q)", cfg.Profile, ProfileStateful, ProfileStateless, ProfileFaults)
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = 1

@@ -69,3 +69,11 @@ func TestHetznerReplay(t *testing.T) {
 	}
 	conformance.RunT(t, cfg)
 }
+
+// The Hetzner provider under transport faults, against a live simulator.
+func TestHetznerFaults(t *testing.T) {
+	cfg := hetznerConfig(t)
+	cfg.CloudURL = startHetzner(t)
+	cfg.Profile, cfg.Checks = conformance.ProfileFaults, []string{"faults."}
+	conformance.RunT(t, cfg)
+}

@@ -26,7 +26,8 @@ func tokenSecret() *kubefake.Clientset {
 }
 
 // Providers that find their instance by what they wrote on the Machine in
-// Create — an annotation, or spec.providerID — pass the stateful profile:
+// Create — an annotation, or spec.providerID — pass the stateful profile
+// and its transport faults:
 // the suite hands every call the Machine as machine_update left it, as
 // machine-controller does. Their token is a secretKeyRef, resolved through
 // Config.Kube.
@@ -44,6 +45,8 @@ func TestKeyedProvidersPassStateful(t *testing.T) {
 			cfg.Kube = tokenSecret()
 			cloud, url := startCloud(t)
 			cfg.CloudURL = url
+			// The faults profile: every check, the faults.* too.
+			cfg.Profile = conformance.ProfileFaults
 			rep := conformance.RunT(t, cfg)
 			if c := rep.Counts(); c.Skip != 0 || c.Warn != 0 || c.Fail != 0 {
 				t.Errorf("counts %+v, want every check passed", c)

@@ -150,6 +150,41 @@ func checkMigrateUID(t *T) error {
 	return nil
 }
 
+func checkMigrateForgetsOldUID(t *T) error {
+	m := t.machine(0)
+	created, sent, err := t.create(m)
+	if err != nil {
+		return failf("Create failed: %s\nCreate received: %s", describe(err), describeMachine(sent))
+	}
+	newUID := uid(t.id + "/migrated")
+	cur := t.current(m)
+	ctx, cancel := t.callFor(m)
+	err = t.env.p.MigrateUID(ctx, cur.DeepCopy(), newUID, nil)
+	cancel()
+	if err != nil {
+		return failf("MigrateUID failed: %s\nMigrateUID received: %s", describe(err), describeMachine(cur))
+	}
+	migrated := cur.DeepCopy()
+	migrated.UID = newUID
+	t.store.put(migrated)
+	// The Machine as it was before the provider recorded anything on it,
+	// with its old UID: only the UID can find an instance.
+	old := t.rawMachine(0)
+	old.Spec.ProviderSpec.Value.Raw = append([]byte(nil), t.env.defaulted...)
+	ctx, cancel = t.callFor(old)
+	defer cancel()
+	inst, err := t.env.p.Get(ctx, old.DeepCopy(), nil)
+	switch {
+	case err == nil && inst != nil && inst.Status() != instance.StatusDeleted:
+		return failf("after MigrateUID to %s, Get of a Machine with the old UID %s still finds %s (Create had returned ID %q): "+
+			"the instance still carries the old UID (a tag or label MigrateUID added to but did not remove)",
+			newUID, old.UID, describeInstance(inst), created.ID())
+	case err != nil && !isNotFound(err):
+		return failf("after MigrateUID, Get of a Machine with the old UID returned a %s; want not-found\nGet received: %s", describe(err), describeMachine(old))
+	}
+	return nil
+}
+
 func checkMetricsSize(t *T) error {
 	ctx, cancel := t.call()
 	defer cancel()

@@ -67,6 +67,10 @@ func (e *env) run(ctx context.Context, c Check) (res Result) {
 		res.Status, res.Message = Skip, "needs a provider that keeps state; the profile is stateless"
 		return res
 	}
+	if c.Faults && e.cfg.Profile != ProfileFaults {
+		res.Status, res.Message = Skip, "injects transport faults: runs in the faults profile"
+		return res
+	}
 	ctx = cassette.WithScope(ctx, c.ID)
 	t := &T{env: e, ctx: ctx, id: c.ID, store: newMachineStore()}
 	err := func() (err error) {

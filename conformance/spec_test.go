@@ -57,7 +57,10 @@ func TestSpecListsEveryCheck(t *testing.T) {
 			t.Errorf("SPEC §11.4 says %s is %s, the suite runs it as %s", c.ID, row.level, c.Level)
 		}
 		profile := "both"
-		if c.Stateful {
+		switch {
+		case c.Faults:
+			profile = "faults"
+		case c.Stateful:
 			profile = "stateful"
 		}
 		if row.profile != profile {

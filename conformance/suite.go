@@ -28,8 +28,10 @@ type Check struct {
 	// Level is Must unless the rule is a SHOULD: then a violation is
 	// reported as Warn and the run still passes.
 	Level Level
-	// Stateful checks need ProfileStateful.
+	// Stateful checks need ProfileStateful or ProfileFaults.
 	Stateful bool
+	// Faults checks run in ProfileFaults only.
+	Faults bool
 
 	last bool
 	run  func(*T) error
@@ -150,6 +152,16 @@ var Checks = []Check{
 		run: checkMigrateUID,
 	},
 	{
+		ID:    "migrate-uid.old-uid-forgotten",
+		Title: "after MigrateUID the old UID no longer finds the instance",
+		Doc: "Create, MigrateUID to a new UID, then Get of a Machine with the old UID and nothing the provider " +
+			"recorded on it (no annotations, no providerID) returns not-found.",
+		Why: "The Machine with the old UID is gone after a migration; an instance still found by it is claimed twice, and " +
+			"anything that removes the old Machine's instance (its deletion, an orphan sweep by UID) deletes the live one.",
+		Stateful: true,
+		run:      checkMigrateForgetsOldUID,
+	},
+	{
 		ID:    "metrics.size-label",
 		Title: "MachineMetricsLabels contains size",
 		Doc:   "MachineMetricsLabels of a valid Machine succeeds and has a non-empty \"size\" label.",
@@ -167,6 +179,41 @@ var Checks = []Check{
 		Why: "machine-controller reconciles Machines in parallel; shared state between them (a fixed name, a global) " +
 			"hands one Machine another's instance.",
 		run: checkConcurrency,
+	},
+	{
+		ID:    "faults.create",
+		Title: "a transport fault in Create fails cleanly and the retry leaves one instance",
+		Doc: "For each fault (connection reset before the request, connection reset after the cloud handled it, 503, " +
+			"a response held until 1 s before a 2 s deadline) at each request of a Create in turn (up to 8): " +
+			"Create returns an error or an instance, never traps; the next Create succeeds, Get returns its ID, and " +
+			"after Delete nothing is left.",
+		Why: "Networks reset and clouds answer 503. A provider that dereferences a missing response crashes its " +
+			"instance on the first blip; one that does not find the instance its lost-response Create made pays for a " +
+			"second one that nothing deletes.",
+		Stateful: true,
+		Faults:   true,
+		run:      checkFaultsCreate,
+	},
+	{
+		ID:    "faults.get",
+		Title: "a transport fault in Get is never instance-not-found",
+		Doc: "With an instance created, each fault at each request of a Get in turn: Get returns the instance or an " +
+			"error that is not instance-not-found, and never traps.",
+		Why: "machine-controller creates an instance for a Machine whose Get says not-found: a 503 taken for " +
+			"\"no instance\" makes a second one.",
+		Stateful: true,
+		Faults:   true,
+		run:      checkFaultsGet,
+	},
+	{
+		ID:    "faults.delete",
+		Title: "a transport fault in Delete never reports a live instance deleted",
+		Doc: "For each fault at each request of a Delete in turn, on a fresh instance: Delete never traps, and when it " +
+			"returns OK, Get finds no instance; deleting then completes.",
+		Why:      "On success the controller removes the Machine's finalizer: an instance whose DELETE was lost is paid for forever.",
+		Stateful: true,
+		Faults:   true,
+		run:      checkFaultsDelete,
 	},
 	{
 		ID:    "robustness.no-panics",

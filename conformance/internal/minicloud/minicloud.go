@@ -8,6 +8,8 @@
 //	POST   /v1/instances {"name","uid","size"} -> 201 {"instance": {...}}, 409 if the name is taken
 //	GET    /v1/instances/{id}             -> 200 {"instance": {...}}, 404 if missing
 //	PATCH  /v1/instances/{id} {"uid"}     -> 200 {"instance": {...}}
+//	       ({"uid","keepOldUID":true} keeps the old UID finding it too, as
+//	       a cloud's tags do when one is added and the old one not removed)
 //	DELETE /v1/instances/{id}             -> 204, 404 if missing
 package minicloud
 
@@ -15,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,6 +30,8 @@ type Instance struct {
 	UID    string `json:"uid"`
 	Size   string `json:"size"`
 	Status string `json:"status"`
+	// OldUIDs still find the instance (see PATCH's keepOldUID).
+	OldUIDs []string `json:"oldUIDs,omitempty"`
 }
 
 // Cloud is an http.Handler serving the API.
@@ -79,7 +84,7 @@ func (c *Cloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		uid, name := r.URL.Query().Get("uid"), r.URL.Query().Get("name")
 		list := []Instance{}
 		for _, i := range c.instances {
-			if (uid != "" && i.UID == uid) || (name != "" && i.Name == name) {
+			if (uid != "" && (i.UID == uid || slices.Contains(i.OldUIDs, uid))) || (name != "" && i.Name == name) {
 				list = append(list, *i)
 			}
 		}
@@ -115,11 +120,15 @@ func (c *Cloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reply(w, http.StatusNoContent, nil)
 		case http.MethodPatch:
 			var in struct {
-				UID string `json:"uid"`
+				UID        string `json:"uid"`
+				KeepOldUID bool   `json:"keepOldUID"`
 			}
 			if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 				apiError(w, http.StatusBadRequest, "invalid_input", err.Error())
 				return
+			}
+			if in.KeepOldUID {
+				inst.OldUIDs = append(inst.OldUIDs, inst.UID)
 			}
 			inst.UID = in.UID
 			reply(w, http.StatusOK, map[string]any{"instance": inst})

@@ -136,7 +136,22 @@ func (p prov) keyedCreate(ctx context.Context, m *provider.Machine) (*provider.I
 	var out struct {
 		Instance instance `json:"instance"`
 	}
-	if err := p.api(ctx, sp, "POST", "/v1/instances", map[string]string{"name": m.Name, "uid": m.UID, "size": sp.Size}, &out); err != nil {
+	err = p.api(ctx, sp, "POST", "/v1/instances", map[string]string{"name": m.Name, "uid": m.UID, "size": sp.Size}, &out)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == 409 {
+		// The name is taken: by this Machine's own instance, if an
+		// earlier Create made it and lost the response before recording
+		// it on the Machine. Adopt it then; anything else stays an error.
+		i, lerr := p.lookup(ctx, sp, "name", m.Name)
+		if lerr != nil {
+			return nil, lerr
+		}
+		if i == nil || i.UID != m.UID {
+			return nil, err
+		}
+		out.Instance, err = *i, nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	id := out.Instance.ID

@@ -39,6 +39,10 @@ const (
 	NoSizeLabel           Break = "no-size-label"           // metrics labels lack "size"
 	SharedName            Break = "shared-name"             // every instance is named "worker"
 	PanicsOnShortName     Break = "panics-on-short-name"    // slices the Machine name blindly
+	MigrateKeepsOldUID    Break = "migrate-keeps-old-uid"   // MigrateUID adds the new UID and keeps the old
+	NilResponseOnFault    Break = "nil-response-on-fault"   // reads the response of a request that failed
+	NotFoundOnFault       Break = "not-found-on-fault"      // Get takes any API error for "no instance"
+	DeleteIgnoresErrors   Break = "delete-ignores-errors"   // Delete reports success whatever the API said
 )
 
 // Spec is the cloudProviderSpec.
@@ -172,6 +176,11 @@ func (p prov) api(ctx context.Context, sp Spec, method, path string, in, out any
 	}
 	reqJSON, _ := json.Marshal(req)
 	b, err := provider.HostCall(ctx, abi.ImportHTTP, reqJSON)
+	if err != nil && p.b == NilResponseOnFault {
+		// As a Go SDK caller that reads resp.StatusCode before err.
+		var resp *abi.HTTPResponse
+		return fmt.Errorf("cloud API: HTTP %d: %w", resp.Status, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -217,6 +226,9 @@ func (p prov) Get(ctx context.Context, m *provider.Machine) (*provider.Instance,
 		return nil, err
 	}
 	i, err := p.lookup(ctx, sp, "uid", m.UID)
+	if err != nil && p.b == NotFoundOnFault {
+		return nil, provider.ErrInstanceNotFound
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +316,7 @@ func (p prov) Delete(ctx context.Context, m *provider.Machine) error {
 	}
 	err = p.api(ctx, sp, "DELETE", "/v1/instances/"+i.ID, nil, nil)
 	var ae *apiError
-	if errors.As(err, &ae) && ae.status == 404 {
+	if (errors.As(err, &ae) && ae.status == 404) || p.b == DeleteIgnoresErrors {
 		return nil
 	}
 	return err
@@ -336,5 +348,5 @@ func (p prov) MigrateUID(ctx context.Context, m *provider.Machine, newUID string
 	if err != nil || i == nil {
 		return err
 	}
-	return p.api(ctx, sp, "PATCH", "/v1/instances/"+i.ID, map[string]string{"uid": newUID}, nil)
+	return p.api(ctx, sp, "PATCH", "/v1/instances/"+i.ID, map[string]any{"uid": newUID, "keepOldUID": p.b == MigrateKeepsOldUID}, nil)
 }

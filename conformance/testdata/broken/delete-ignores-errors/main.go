@@ -1,0 +1,10 @@
+// Command delete-ignores-errors is a deliberately broken provider: the reference provider
+// with the bug ref.Break("delete-ignores-errors") built in. See conformance's broken_test.go
+// for the check that must catch it.
+package main
+
+import "github.com/wasmprov/wasmprov/conformance/testdata/refcloud/ref"
+
+func init() { ref.Register("delete-ignores-errors") }
+
+func main() {}
