@@ -107,7 +107,7 @@ PLAIN_PKGS := ./abi/... ./apis/... ./cloud/... ./guests/... ./hostfuncs ./provid
 # public packages only (and the test helpers).
 RACE_MODULES := controller
 PLAIN_MODULES := runtime/signature cmd/wasmprov
-EXAMPLE_MODULES := examples/ipam
+EXAMPLE_MODULES := examples/ipam examples/digitalocean
 HOST_MODULES := $(RACE_MODULES) $(PLAIN_MODULES) internal/testing/testregistry/registryd
 
 # go test's own vet pass is off everywhere: make test (vet), test-wasmtime,

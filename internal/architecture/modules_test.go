@@ -27,6 +27,7 @@ var nestedModules = []struct{ dir, tags, ref string }{
 	{"bench", "wasmtime", ""},
 	{"e2e", "e2e", "cmd/wasmprov"},
 	{"examples/ipam", "", ""},
+	{"examples/digitalocean", "", ""},
 	{"controller", "", ""},
 	{"runtime/signature", "", "cmd/wasmprov"},
 }
