@@ -35,11 +35,21 @@ const conformanceSpec = `{
   "operatingSystemSpec": {"disableAutoUpdate": true}
 }`
 
-// The provider passes the default (stateful) conformance profile live
-// against the simulator, reached only through the host alias of
-// api.digitalocean.com, and leaves no droplet and no SSH key behind.
+// The provider passes the default (stateful) conformance profile, and the
+// faults profile (transport faults injected into one request of a call
+// at a time), live against the simulator, reached only through the host
+// alias of api.digitalocean.com; each run leaves no droplet and no SSH key
+// behind.
 func TestConformance(t *testing.T) {
-	sim, err := dosim.Start(dosim.Options{Token: simToken}, 0)
+	for _, profile := range []conformance.Profile{conformance.ProfileStateful, conformance.ProfileFaults} {
+		t.Run(string(profile), func(t *testing.T) { runConformance(t, profile) })
+	}
+}
+
+func runConformance(t *testing.T, profile conformance.Profile) {
+	// The faults profile's retries outrun DigitalOcean's burst limit of
+	// 250 requests a minute.
+	sim, err := dosim.Start(dosim.Options{Token: simToken, BurstLimit: 100000}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +58,7 @@ func TestConformance(t *testing.T) {
 		Module:              testguest.Build(t, guestDir),
 		Name:                "digitalocean",
 		ProviderSpec:        json.RawMessage(conformanceSpec),
+		Profile:             profile,
 		Policy:              policy(sim.URL),
 		Kube:                kube(),
 		CompilationCacheDir: testguest.CompilationCacheDir(t),
@@ -59,11 +70,11 @@ func TestConformance(t *testing.T) {
 	}
 	var text strings.Builder
 	_ = rep.WriteText(&text)
-	if !rep.Passed() || rep.Profile != conformance.ProfileStateful {
+	if !rep.Passed() || rep.Profile != profile {
 		t.Fatalf("conformance failed (%v):\n%s", rep.Failed(), text.String())
 	}
-	if c := rep.Counts(); c.Fail != 0 || c.Warn != 0 {
-		t.Errorf("counts %+v, want no failure and no warning:\n%s", c, text.String())
+	if c := rep.Counts(); c.Fail != 0 || c.Warn != 0 || (profile == conformance.ProfileFaults && c.Skip != 0) {
+		t.Errorf("counts %+v, want no failure, no warning (and with faults, no skip):\n%s", c, text.String())
 	}
 	// The checks that need a cloud that remembers ran, and passed.
 	for _, id := range []string{"validate.accepts-valid", "get.unknown-not-found", "create.get-same-id", "create.idempotent",
@@ -73,7 +84,7 @@ func TestConformance(t *testing.T) {
 			t.Errorf("%s did not pass:\n%s", id, text.String())
 		}
 	}
-	// It did reach it, and made droplets there.
+	// It did reach the simulator, and made droplets there.
 	created := 0
 	for _, r := range sim.Requests() {
 		if r.Method == "POST" && r.Path == "/v2/droplets" && r.Status == 202 {
@@ -84,5 +95,5 @@ func TestConformance(t *testing.T) {
 		t.Errorf("no droplet was created through the alias: %v", sim.Requests())
 	}
 	expectEmpty(t, sim.Sim)
-	t.Logf("%d droplets created; %s", created, rep.Duration)
+	t.Logf("%s: %d droplets created in %s", profile, created, rep.Duration)
 }

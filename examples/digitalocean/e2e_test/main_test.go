@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,24 +35,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 )
 
 const (
 	guestDir  = "examples/digitalocean"
 	apiHost   = "api.digitalocean.com"
 	namespace = "kube-system"
-	simToken  = "do-sim-token"
+	// simToken is dosim's default token, which testdata/secret.yaml holds.
+	simToken = "sim-token"
 	// tokenSecret holds simToken, wrongSecret a token the API refuses.
 	tokenSecret = "digitalocean"
 	wrongSecret = "digitalocean-wrong"
 )
 
+// kube holds the tests' token Secrets and testdata/secret.yaml.
 func kube() *kubefake.Clientset {
 	secret := func(name, token string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 			Data: map[string][]byte{"token": []byte(token)}}
 	}
-	return kubefake.New(secret(tokenSecret, simToken), secret(wrongSecret, "not-the-token"))
+	var manifest corev1.Secret
+	if err := yaml.UnmarshalStrict(readTestdata("secret.yaml"), &manifest); err != nil {
+		panic(err)
+	}
+	// What the API server does with stringData.
+	for k, v := range manifest.StringData {
+		if manifest.Data == nil {
+			manifest.Data = map[string][]byte{}
+		}
+		manifest.Data[k] = []byte(v)
+	}
+	return kubefake.New(secret(tokenSecret, simToken), secret(wrongSecret, "not-the-token"), &manifest)
+}
+
+func readTestdata(name string) []byte {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // policy is what production on the real API needs, with the API's host

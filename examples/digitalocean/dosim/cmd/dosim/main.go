@@ -27,8 +27,9 @@ func main() {
 	boot := flag.Duration("boot", 2*time.Second, "how long a new droplet stays new")
 	tagLag := flag.Bool("tag-lag", false, "apply a droplet's tags only once it is active")
 	hourly := flag.Int("rate-limit", 5000, "requests per hour before 429s")
+	burst := flag.Int("burst", 250, "requests per minute before 429s")
 	flag.Parse()
-	s, err := dosim.Start(dosim.Options{Token: *token, BootDuration: *boot, TagLag: *tagLag, HourlyLimit: *hourly}, *port)
+	s, err := dosim.Start(dosim.Options{Token: *token, BootDuration: *boot, TagLag: *tagLag, HourlyLimit: *hourly, BurstLimit: *burst}, *port)
 	if err != nil {
 		log.Fatal(err)
 	}
