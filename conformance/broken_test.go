@@ -216,7 +216,8 @@ func TestBrokenProviders(t *testing.T) {
 			t.Parallel()
 			cfg := refConfig(t, "conformance/testdata/refcloud")
 			cfg.Module, cfg.Name = mods[n], n
-			_, cfg.CloudURL = startCloud(t)
+			cloud, url := startCloud(t)
+			cfg.CloudURL = url
 			if strings.HasPrefix(want, "faults.") {
 				cfg.Profile, cfg.Checks = conformance.ProfileFaults, []string{want}
 			}
@@ -232,6 +233,19 @@ func TestBrokenProviders(t *testing.T) {
 			}
 			if r := rep.Result(want); n == "delete-never-done" && !strings.Contains(r.Message, "Delete stayed in progress") {
 				t.Errorf("a Delete in progress forever is not named as such: %s", r.Message)
+			}
+			// A failing check never leaves the cloud dirty unnoticed: what
+			// is left is listed as not deleted.
+			if left := cloud.Instances(); len(left) > 0 {
+				reported := 0
+				for _, l := range rep.Leftovers {
+					if l.Error != "" {
+						reported++
+					}
+				}
+				if reported == 0 {
+					t.Errorf("the run left %d instances in the cloud and reported none: %+v", len(left), left)
+				}
 			}
 			t.Logf("failed: %v\n%s", rep.Failed(), text(rep))
 		})

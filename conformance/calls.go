@@ -42,16 +42,70 @@ func (t *T) create(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alp
 	// The controller's own write racing the call: the provider's first
 	// machine_update conflicts and is re-applied to the fresh Machine.
 	t.store.touch(m)
+	t.env.journal.record(t.id, cur)
 	ctx, cancel := t.callFor(m)
 	defer cancel()
 	inst, err := t.env.p.Create(ctx, cur.DeepCopy(), createData(t.store), userdata)
 	if err == nil && inst == nil {
 		err = errNoInstance
 	}
+	t.env.journal.record(t.id, t.current(m))
+	id := ""
 	if err == nil {
-		t.defer_(func() { _ = t.deleteAll(m) })
+		id = inst.ID()
 	}
+	t.cleanupAfter(m, id)
 	return inst, cur, err
+}
+
+// cleanupAfter registers the removal of m's instance when the check ends:
+// after a Create that returned instance id, Get must still find it, then
+// Delete until done and Get finds nothing; after a Create that failed (id
+// ""), Get first, and Delete only if there is an instance.
+func (t *T) cleanupAfter(m *clusterv1alpha1.Machine, id string) {
+	t.defer_(func() {
+		if id == "" {
+			t.cleanupFailed(m, t.remove(m))
+			return
+		}
+		if t.env.stateful {
+			if inst, _, err := t.get(m); (err == nil && inst.ID() != id) || isNotFound(err) {
+				// Delete finds what Get finds: the instance Create made is
+				// out of the provider's reach, and the suite's.
+				t.cleanupFailed(m, fmt.Errorf("Create returned instance %q, which Get no longer finds (it found %s, %s): "+
+					"Delete cannot remove it, and it may be left in the cloud", id, describeInstance(inst), describe(err)))
+				return
+			}
+		}
+		err := t.deleteAll(m)
+		if err == nil && t.env.stateful {
+			// A Delete that reports success without deleting leaves an
+			// instance nothing else will find: say so, and keep it.
+			if inst, _, gerr := t.get(m); gerr == nil && inst.Status() != instance.StatusDeleted {
+				err = fmt.Errorf("Delete returned OK, but Get still finds %s", describeInstance(inst))
+				t.env.journal.record(t.id, t.current(m))
+			}
+		}
+		t.cleanupFailed(m, err)
+	})
+}
+
+// cleanupOldUID registers, after a MigrateUID of m away from old (the
+// Machine as it was), the removal of whatever its old UID still finds:
+// a migration that did not move the instance leaves it there.
+func (t *T) cleanupOldUID(old *clusterv1alpha1.Machine) {
+	t.defer_(func() {
+		// Only the UID may find it: without what the provider recorded
+		// on the Machine, a provider keyed by an annotation or providerID
+		// finds nothing here (its instance moved with the Machine).
+		old := old.DeepCopy()
+		old.Annotations, old.Finalizers, old.Spec.ProviderID = nil, nil, nil
+		sub := &T{env: t.env, ctx: t.ctx, id: t.id, store: newMachineStore()}
+		sub.store.put(old)
+		if err := sub.remove(old); err != nil {
+			t.cleanupFailed(old, fmt.Errorf("by its old UID: %w", err))
+		}
+	})
 }
 
 // get calls Get with the stored version of m and returns the Machine it
@@ -94,6 +148,7 @@ func (t *T) deleteAll(m *clusterv1alpha1.Machine) error {
 		err = t.env.p.Delete(ctx, cur, createData(t.store))
 		cancel()
 		if err == nil {
+			t.env.journal.forget(t.id, m.Name)
 			return nil
 		}
 		if sandboxFailure(err) {

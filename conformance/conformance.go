@@ -42,6 +42,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,6 +117,22 @@ type Config struct {
 	// key, a random suffix) and so are not compared on replay.
 	Ignore []cassette.Ignore
 
+	// Journal is a file where the run keeps every Machine it may have
+	// made an instance for and has not seen deleted (written before each
+	// Create, updated as the provider changes the Machine, cleared by a
+	// successful Delete). A run killed half-way, or one whose Delete
+	// failed, leaves them there: the next run reports them and Sweep
+	// deletes them. Ignored on replay, which creates nothing. Empty: the
+	// run's report still lists what it could not delete, but nothing is
+	// kept for later (the CLI keeps a journal per provider in the user's
+	// cache).
+	Journal string
+	// Sweep runs no check: it deletes every Machine of Journal with the
+	// provider's own Delete (after a Get that finds its instance) and
+	// reports in Report.Swept and Report.Leftovers what was removed and
+	// what could not be.
+	Sweep bool
+
 	// Checks selects checks by ID or by a prefix that ends at a dot
 	// ("validate." or "validate"); empty runs every check. A selector that
 	// matches no check makes Run fail, listing the IDs (CheckIDs).
@@ -169,6 +186,12 @@ type env struct {
 	// neverDeletes is set once a Delete stayed in progress for its whole
 	// budget: later deletions get one call, not another budget each.
 	neverDeletes atomic.Bool
+	// journal remembers the Machines that may have instances (nil on a
+	// replay or without Config.Journal); notDeleted says why the cleanup
+	// of a check could not delete one, by journalKey.
+	journal    *journal
+	mu         sync.Mutex
+	notDeleted map[string]error
 }
 
 // Run runs the suite. The error reports a run that could not start (an
@@ -186,6 +209,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cloudURL, transport, recorder, err := e.cloud(rep)
 	if err != nil {
 		return nil, err
+	}
+	if e.replay == nil {
+		if e.journal, err = openJournal(cfg.Journal, cfg.Name, rep.Cloud); err != nil {
+			return nil, err
+		}
 	}
 	e.spec = json.RawMessage(strings.ReplaceAll(string(cfg.ProviderSpec), "${CLOUD_URL}", cloudURL))
 	if !json.Valid(e.spec) {
@@ -238,7 +266,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		e.applyDefaults(ctx)
 	}
 
-	rep.Results = e.runChecks(ctx)
+	earlier := e.journal.entries()
+	switch {
+	case cfg.Sweep && e.loadErr != nil:
+		return nil, fmt.Errorf("sweeping: the module did not load: %w", e.loadErr)
+	case cfg.Sweep:
+		rep.Swept, rep.Leftovers = e.sweep(ctx, earlier)
+	default:
+		rep.Results = e.runChecks(ctx)
+		rep.Leftovers = e.leftovers(earlier)
+	}
+	if err := e.journal.err(); err != nil {
+		return rep, err
+	}
 	if recorder != nil {
 		if err := recorder.Save(cfg.Cassette); err != nil {
 			return rep, fmt.Errorf("saving cassette: %w", err)
@@ -288,6 +328,9 @@ func prepare(cfg Config) (Config, []byte, error) {
 	}
 	if len(cfg.ProviderSpec) == 0 {
 		return cfg, nil, fmt.Errorf("no provider spec: set Config.ProviderSpec to the providerSpec.value of a Machine the provider accepts")
+	}
+	if cfg.Sweep && (cfg.Journal == "" || cfg.Cassette != "") {
+		return cfg, nil, fmt.Errorf("sweeping needs the journal of the runs to sweep (Config.Journal) and their cloud, not a cassette")
 	}
 	if err := CheckSelection(cfg.Checks); err != nil {
 		return cfg, nil, err

@@ -182,10 +182,12 @@ func checkFaultsCreate(t *T) error {
 		m := t.machine(n)
 		cur := t.current(m)
 		t.store.touch(m)
+		t.env.journal.record(t.id, cur)
 		ctx, cancel := t.faultCall(m, p)
 		inst, err := t.env.p.Create(ctx, cur.DeepCopy(), createData(t.store), userdata)
 		cancel()
-		t.defer_(func() { _ = t.deleteAll(m) })
+		t.env.journal.record(t.id, t.current(m))
+		t.cleanupAfter(m, "")
 		if !p.hit() {
 			return false, nil
 		}

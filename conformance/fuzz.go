@@ -176,6 +176,7 @@ func checkFuzz(t *T) error {
 		// collide), and each call gets it as the provider's updates left it.
 		store := newMachineStore()
 		store.put(m)
+		created, deleteErr := false, error(nil)
 		cur := func() *clusterv1alpha1.Machine { return store.current(m) }
 		calls := []struct {
 			name string
@@ -205,6 +206,10 @@ func checkFuzz(t *T) error {
 				ctx, c := t.call()
 				defer c()
 				_, err := t.env.p.Create(ctx, cur(), createData(store), ud)
+				if err == nil {
+					created = true
+					t.env.journal.record(t.id, cur())
+				}
 				return err
 			}},
 			{"Get after Create", func() error { ctx, c := t.call(); defer c(); _, err := t.env.p.Get(ctx, cur(), nil); return err }},
@@ -220,13 +225,23 @@ func checkFuzz(t *T) error {
 				mm := cur()
 				mm.UID = newUID
 				store.put(mm)
-				return t.env.p.Delete(ctx, cur(), createData(store))
+				deleteErr = t.env.p.Delete(ctx, cur(), createData(store))
+				if deleteErr == nil {
+					t.env.journal.forget(t.id, mm.Name)
+				}
+				return deleteErr
 			}},
 		}
 		for _, c := range calls {
 			if err := c.do(); sandboxFailure(err) {
 				problems = append(problems, fmt.Sprintf("%s on %s: %s", c.name, desc, describe(err)))
 			}
+		}
+		if created && deleteErr != nil && !sandboxFailure(deleteErr) {
+			// What Create made is deleted as the controller would, until
+			// done (an async_delete provider answers in progress first).
+			sub := &T{env: t.env, ctx: t.ctx, id: t.id, store: store}
+			t.cleanupFailed(m, sub.deleteAll(m))
 		}
 	}
 	if len(problems) > 0 {

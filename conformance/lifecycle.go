@@ -139,6 +139,8 @@ func checkMigrateUID(t *T) error {
 	migrated := cur.DeepCopy()
 	migrated.UID = newUID
 	t.store.put(migrated)
+	t.env.journal.record(t.id, migrated)
+	t.cleanupOldUID(cur)
 	got, recv, err := t.get(m)
 	if err != nil {
 		return failf("Get of the Machine with its new UID failed: %s; want %s\nGet received: %s",
@@ -167,6 +169,8 @@ func checkMigrateForgetsOldUID(t *T) error {
 	migrated := cur.DeepCopy()
 	migrated.UID = newUID
 	t.store.put(migrated)
+	t.env.journal.record(t.id, migrated)
+	t.cleanupOldUID(cur)
 	// The Machine as it was before the provider recorded anything on it,
 	// with its old UID: only the UID can find an instance.
 	old := t.rawMachine(0)

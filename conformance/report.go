@@ -41,9 +41,25 @@ func (r *Report) WriteText(w io.Writer) error {
 			b.WriteString(indent + "note: " + n + "\n")
 		}
 	}
+	if len(r.Swept) > 0 {
+		fmt.Fprintf(&b, "swept %d Machine(s) of earlier runs:\n", len(r.Swept))
+		for _, l := range r.Swept {
+			fmt.Fprintf(&b, "  %s (uid %s, check %s): deleted\n", l.Machine, l.UID, l.Check)
+		}
+	}
+	if len(r.Leftovers) > 0 {
+		fmt.Fprintf(&b, "\n%d Machine(s) may still have instances in the cloud (delete them with --sweep, Config.Sweep):\n", len(r.Leftovers))
+		for _, l := range r.Leftovers {
+			why := "left by an earlier run"
+			if l.Error != "" {
+				why = "not deleted: " + l.Error
+			}
+			fmt.Fprintf(&b, "  %s (uid %s, check %s): %s\n", l.Machine, l.UID, l.Check, why)
+		}
+	}
 	c := r.Counts()
 	verdict := "PASS"
-	if c.Fail > 0 {
+	if !r.Passed() {
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(&b, "\n%s: %d passed, %d warnings, %d failed, %d skipped in %s\n", verdict, c.Pass, c.Warn, c.Fail, c.Skip, r.Duration.Round(time.Millisecond))

@@ -28,19 +28,32 @@ type Result struct {
 
 // Report is the outcome of a run.
 type Report struct {
-	Provider     string        `json:"provider"`
-	SHA256       string        `json:"sha256,omitempty"`
-	Profile      Profile       `json:"profile"`
-	Cloud        string        `json:"cloud"`
-	Capabilities []string      `json:"capabilities"`
-	Results      []Result      `json:"results"`
-	Duration     time.Duration `json:"durationNs"`
+	Provider     string   `json:"provider"`
+	SHA256       string   `json:"sha256,omitempty"`
+	Profile      Profile  `json:"profile"`
+	Cloud        string   `json:"cloud"`
+	Capabilities []string `json:"capabilities"`
+	Results      []Result `json:"results"`
+	// Swept are the Machines of earlier runs a sweep (Config.Sweep)
+	// deleted.
+	Swept []Leftover `json:"swept,omitempty"`
+	// Leftovers are the Machines that may still have instances in the
+	// cloud: this run's that it could not delete (Error says why), and an
+	// earlier run's not swept yet (no Error).
+	Leftovers []Leftover    `json:"leftovers,omitempty"`
+	Duration  time.Duration `json:"durationNs"`
 }
 
-// Passed reports whether no check failed (warnings do not count).
+// Passed reports whether no check failed (warnings do not count) and the
+// run deleted every instance it made.
 func (r *Report) Passed() bool {
 	for _, res := range r.Results {
 		if res.Status == Fail {
+			return false
+		}
+	}
+	for _, l := range r.Leftovers {
+		if l.Error != "" {
 			return false
 		}
 	}

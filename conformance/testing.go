@@ -12,7 +12,8 @@ import (
 
 // RunT runs the suite from a provider's own tests: every check becomes a
 // subtest that passes, fails with the check's explanation, or is skipped.
-// A warning (a SHOULD not met) is logged, not failed.
+// A warning (a SHOULD not met) is logged, not failed. A Machine the run
+// could not delete (Report.Leftovers) fails the test.
 // When $WASMPROV_CONFORMANCE_REPORTS names a directory, the JUnit XML and
 // JSON reports are written there too (for CI). A Config without an Engine
 // runs on the engine $WASMPROV_ENGINE names (runtime.EngineEnv), so a
@@ -44,6 +45,13 @@ func RunT(t *testing.T, cfg Config) *Report {
 				t.Skip(res.Message)
 			}
 		})
+	}
+	for _, l := range rep.Leftovers {
+		if l.Error != "" {
+			t.Errorf("Machine %s (uid %s, check %s) may still have an instance in the cloud: %s", l.Machine, l.UID, l.Check, l.Error)
+		} else {
+			t.Logf("an earlier run's Machine %s (uid %s, check %s) may still have an instance in the cloud: sweep it (Config.Sweep)", l.Machine, l.UID, l.Check)
+		}
 	}
 	return rep
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/wasmprov/wasmprov/cassette"
@@ -50,7 +51,10 @@ Checks:
 	profile := fs.String("profile", string(conformance.ProfileStateful), "stateful (the provider keeps instances in a cloud) or stateless (like machine-controller's fake: Get finds every Machine)")
 	cloudURL := fs.String("cloud-url", "", "a live cloud or simulator; with --cassette and --record, the recording target")
 	cass := fs.String("cassette", "", "replay this cassette offline (or write it with --record)")
-	record := fs.Bool("record", false, "record the HTTP traffic into --cassette, from --cloud-url")
+	record := fs.Bool("record", false, "record the HTTP traffic into --cassette, from --cloud-url or the --alias targets")
+	journalFile := fs.String("journal", "", "where a live run keeps the Machines it may have left instances for (default: one per provider in the user's cache, "+
+		"$XDG_CACHE_HOME/wasmprov/conformance/NAME.journal.json; '-' for none)")
+	sweep := fs.Bool("sweep", false, "run no check: delete the instances of every Machine earlier runs left in --journal, with the provider's own Get and Delete, and list what could not be removed")
 	var secrets, checks, hosts, ignores listFlag
 	fs.Var(&secrets, "secret", "a secret value to redact from a recording (repeatable)")
 	fs.Var(&checks, "check", "run only this check ID, or the checks under a group such as 'create' or 'create.' (repeatable; one that selects no check is an error)")
@@ -98,8 +102,14 @@ Checks:
 	if err != nil {
 		return err
 	}
+	journal, err := journalPath(*journalFile, fs.Arg(0))
+	if err != nil {
+		return err
+	}
 	cfg := conformance.Config{
 		Module:              fs.Arg(0),
+		Journal:             journal,
+		Sweep:               *sweep,
 		ProviderSpec:        json.RawMessage(spec),
 		Profile:             conformance.Profile(*profile),
 		Policy:              policy,
@@ -126,9 +136,28 @@ Checks:
 		return err
 	}
 	if !rep.Passed() {
-		return fmt.Errorf("%d check(s) failed: %s", len(rep.Failed()), strings.Join(rep.Failed(), ", "))
+		if failed := rep.Failed(); len(failed) > 0 {
+			return fmt.Errorf("%d check(s) failed: %s", len(failed), strings.Join(failed, ", "))
+		}
+		return fmt.Errorf("instances may be left in the cloud (listed above): run again with --sweep once the cause is fixed")
 	}
 	return nil
+}
+
+// journalPath is --journal: the user's cache by default, keyed by the
+// module's name, or none ('-').
+func journalPath(flagValue, module string) (string, error) {
+	switch flagValue {
+	case "-":
+		return "", nil
+	case "":
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no cache directory for the conformance journal (%w): give --journal FILE, or --journal - for none", err)
+		}
+		return filepath.Join(dir, "wasmprov", "conformance", strings.TrimSuffix(filepath.Base(module), ".wasm")+".journal.json"), nil
+	}
+	return flagValue, nil
 }
 
 // readSpecFlag is --spec's providerSpec.value: inline JSON, or the

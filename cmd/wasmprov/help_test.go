@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -105,5 +106,29 @@ func TestConformanceSelectedCheck(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^PASS +abi\.module `).MatchString(out) || !regexp.MustCompile(`(?m)^SKIP +abi\.capabilities `).MatchString(out) {
 		t.Errorf("want abi.module run and passed, abi.capabilities skipped:\n%s", out)
+	}
+}
+
+// --journal defaults to a file per provider in the user's cache; '-' is
+// none; --sweep of a journal with nothing in it deletes nothing and
+// passes; a sweep cannot replay a cassette.
+func TestConformanceJournalFlags(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "/cache")
+	if got, _ := journalPath("", "build/guests/hetzner.wasm"); got != "/cache/wasmprov/conformance/hetzner.journal.json" {
+		t.Errorf("default journal %q", got)
+	}
+	if got, _ := journalPath("-", "x.wasm"); got != "" {
+		t.Errorf("--journal - gave %q", got)
+	}
+	fake := testguest.Build(t, "examples/fake")
+	journal := filepath.Join(t.TempDir(), "j.json")
+	code, out, errOut := runCLI(t, "conformance", "-profile", "stateless", "-spec", `{"cloudProviderSpec":{"passValidation":true}}`,
+		"--journal", journal, "--sweep", "-cache", testguest.CompilationCacheDir(t), fake)
+	if code != 0 || !strings.Contains(out, "PASS: 0 passed") {
+		t.Fatalf("sweep of an empty journal: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, "conformance", "-spec", "{}", "--sweep", "--cassette", journal, fake)
+	if code == 0 || !strings.Contains(errOut, "sweeping needs") {
+		t.Fatalf("sweep with a cassette: exit %d, %s", code, errOut)
 	}
 }

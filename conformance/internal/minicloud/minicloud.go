@@ -37,6 +37,9 @@ type Instance struct {
 // Cloud is an http.Handler serving the API.
 type Cloud struct {
 	Token string
+	// OnCreate, when set, is called after an instance was created (tests
+	// stop a run there).
+	OnCreate func()
 
 	mu        sync.Mutex
 	next      int
@@ -106,6 +109,9 @@ func (c *Cloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		inst := &Instance{ID: fmt.Sprintf("i-%04d", c.next), Name: in.Name, UID: in.UID, Size: in.Size, Status: "running"}
 		c.instances[inst.ID] = inst
 		reply(w, http.StatusCreated, map[string]any{"instance": inst})
+		if c.OnCreate != nil {
+			c.OnCreate()
+		}
 	case strings.HasPrefix(path, "/"):
 		inst, ok := c.instances[path[1:]]
 		if !ok {
