@@ -197,7 +197,7 @@ fuzz-smoke:
 # Hand-written .wat test modules and the flags their committed .wasm were
 # assembled with; internal/fixtures' TestWasmFixturesMatchWat reads these two
 # lists and the fixtures recipe, and compares each .wasm with a fresh wat2wasm.
-WAT_PLAIN := runtime/testdata/abi runtime/testdata/malicious runtime/internal/mmapmem/testdata examples/wat-fake
+WAT_PLAIN := runtime/testdata/abi runtime/testdata/malicious runtime/internal/mmapmem/testdata examples/wat-fake conformance/internal/randprobe
 WAT_NAMED := runtime/internal/interrupt/testdata
 
 ## fixtures: regenerate every committed .wasm test module from its .wat (installs wabt)

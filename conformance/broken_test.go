@@ -174,6 +174,9 @@ func TestEveryCheckHasABrokenProvider(t *testing.T) {
 	for _, id := range brokenProviders {
 		caught[id] = true
 	}
+	// sandbox.random-per-instance checks the host: TestRandomPerInstance
+	// shows it failing for a probe with a fixed stream.
+	caught["sandbox.random-per-instance"] = true
 	for _, c := range conformance.Checks {
 		if !caught[c.ID] {
 			t.Errorf("no broken provider demonstrates that check %s can fail", c.ID)

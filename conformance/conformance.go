@@ -160,6 +160,9 @@ type Config struct {
 	// spec with secretKeyRef or configMapKeyRef. Only what the Machine
 	// references is read. Nil: such references fail with FAILED.
 	Kube runtime.KubernetesClient
+	// randomProbe replaces the random probe module (tests of the suite).
+	randomProbe []byte
+
 	// HostFunctions are the embedder's custom host functions
 	// (runtime.WithHostFunctions) a provider importing them runs with;
 	// Policy.Capabilities must grant theirs. Without them such a
@@ -175,6 +178,7 @@ type env struct {
 	// AddDefaults, which is what machine-controller's webhook stores and
 	// so what Machines carry in every other check.
 	spec, defaulted json.RawMessage
+	rt              *runtime.Runtime
 	prov            *runtime.Provider
 	// p is prov: its Delete answers as the module did (NOT_FOUND and
 	// IN_PROGRESS as errors), which checks judge.
@@ -258,6 +262,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
+	e.rt = rt
 	e.prov, e.loadErr = rt.LoadBytes(ctx, cfg.Name, wasm, runtime.WithPolicy(policy))
 	if e.loadErr == nil {
 		e.p = e.prov

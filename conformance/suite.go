@@ -69,6 +69,15 @@ var Checks = []Check{
 		run:   checkUnusedCapabilities,
 	},
 	{
+		ID:    "sandbox.random-per-instance",
+		Title: "two instances on this host draw different random bytes",
+		Doc: "A probe module loaded twice on the run's runtime (its engine and options) reads 16 bytes of WASI " +
+			"random_get in each instance; the two differ. It checks the host the provider runs on, not the provider.",
+		Why: "A provider's crypto/rand is the host's random_get: on a host that gives every instance the same stream, " +
+			"every throw-away SSH key a provider installs (upstream's DigitalOcean provider makes one per droplet) is the same, and predictable.",
+		run: checkRandomPerInstance,
+	},
+	{
 		ID:    "add-defaults.idempotent",
 		Title: "AddDefaults is idempotent",
 		Doc:   "AddDefaults(AddDefaults(spec)) equals AddDefaults(spec), compared as JSON values.",
