@@ -37,10 +37,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -344,123 +342,6 @@ func prepare(cfg Config) (Config, []byte, error) {
 		return cfg, nil, fmt.Errorf("recording needs a cassette file and a cloud to record from: a cloud URL, or host aliases in the policy")
 	}
 	return cfg, wasm, nil
-}
-
-// cloud says where the cloud is and how requests get there: the URL
-// ${CLOUD_URL} stands for ("" without a cloud), the transport the
-// provider's requests take (nil: the policy's own) and, when recording,
-// the recorder to save. It sets rep.Cloud, and e.replay on a replay.
-func (e *env) cloud(rep *Report) (string, http.RoundTripper, *cassette.Recorder, error) {
-	cfg := e.cfg
-	cloudURL := ""
-	var transport http.RoundTripper // nil: the policy's own
-	var recorder *cassette.Recorder
-	switch {
-	case cfg.Cassette != "" && cfg.Record:
-		aliases, err := recorderAliases(cfg.Policy.HostAliases)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		recorder = &cassette.Recorder{Aliases: aliases, Redact: cfg.Redact}
-		from := hostAliasList(cfg.Policy.HostAliases)
-		if cfg.CloudURL != "" {
-			target, err := url.Parse(cfg.CloudURL)
-			if err != nil {
-				return "", nil, nil, fmt.Errorf("cloud URL: %w", err)
-			}
-			recorder.Target = target
-			recorder.Canonical, _ = url.Parse(CanonicalCloudURL)
-			cloudURL = CanonicalCloudURL
-			from = append([]string{cfg.CloudURL}, from...)
-		}
-		transport = recorder // forwards to the simulator the caller named
-		rep.Cloud = "recording " + strings.Join(from, ", ") + " into " + cfg.Cassette
-	case cfg.Cassette != "":
-		c, err := cassette.Load(cfg.Cassette)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		e.replay = cassette.NewReplayer(c, cfg.Redact, cfg.Ignore...)
-		transport = e.replay // answers from the cassette, dials nothing
-		cloudURL = CanonicalCloudURL
-		rep.Cloud = "replaying " + cfg.Cassette
-	case cfg.CloudURL != "" || len(cfg.Policy.HostAliases) > 0:
-		cloudURL = cfg.CloudURL
-		rep.Cloud = strings.Join(append(nonEmpty(cfg.CloudURL), hostAliasList(cfg.Policy.HostAliases)...), ", ")
-	default:
-		rep.Cloud = "none"
-	}
-	return cloudURL, transport, recorder, nil
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
-}
-
-// hostAliasList describes the policy's host aliases, "host → URL",
-// sorted.
-func hostAliasList(aliases map[string]string) []string {
-	out := make([]string, 0, len(aliases))
-	for from, to := range aliases {
-		out = append(out, from+" → "+to)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// recorderAliases parses the policy's host aliases for the recorder, which
-// does while recording what the runtime's aliases do live: the cassette
-// then holds the URLs the provider asked for, and replays without them.
-func recorderAliases(aliases map[string]string) (map[string]*url.URL, error) {
-	if len(aliases) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]*url.URL, len(aliases))
-	for from, to := range aliases {
-		u, err := url.Parse(to)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("host alias %s → %q: the target must be a URL such as http://127.0.0.1:8080", from, to)
-		}
-		out[strings.ToLower(from)] = &url.URL{Scheme: u.Scheme, Host: u.Host}
-	}
-	return out, nil
-}
-
-// runPolicy is cfg.Policy with the cloud's host allowed and the pool and
-// call timeout the run needs.
-//
-// A host alias's host is allowed too: the provider names it as written.
-// With a cassette the aliases leave the policy: the recorder sends the
-// aliased requests on, and replay answers them without a network.
-func runPolicy(cfg Config, cloudURL string) (runtime.Policy, error) {
-	policy := cfg.Policy
-	for from := range cfg.Policy.HostAliases {
-		policy.AllowedHosts = append(slices.Clone(policy.AllowedHosts), strings.ToLower(from))
-	}
-	slices.Sort(policy.AllowedHosts[len(cfg.Policy.AllowedHosts):])
-	if cfg.Cassette != "" {
-		policy.HostAliases = nil
-	}
-	if cloudURL != "" {
-		u, err := url.Parse(cloudURL)
-		if err != nil {
-			return runtime.Policy{}, fmt.Errorf("cloud URL: %w", err)
-		}
-		policy.AllowedHosts = append(slices.Clone(policy.AllowedHosts), u.Host)
-		if u.Scheme == "http" {
-			policy.AllowInsecureHTTP = true
-		}
-	}
-	if policy.PoolSize < cfg.Concurrency {
-		policy.PoolSize = cfg.Concurrency
-	}
-	if policy.CallTimeout == 0 {
-		policy.CallTimeout = runtime.Duration(cfg.CallTimeout)
-	}
-	return policy, nil
 }
 
 // applyDefaults computes e.defaulted. If AddDefaults fails, the configured
