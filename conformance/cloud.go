@@ -131,4 +131,3 @@ func runPolicy(cfg Config, cloudURL string) (runtime.Policy, error) {
 	}
 	return policy, nil
 }
-
