@@ -39,17 +39,21 @@ Checks:
 `)
 		for _, c := range conformance.Checks {
 			extra := ""
-			if c.Stateful {
+			switch {
+			case c.Faults:
+				extra = " [faults profile]"
+			case c.Stateful:
 				extra = " [stateful only]"
 			}
-			fmt.Fprintf(fs.Output(), "  %-28s %s%s\n", c.ID, c.Title, extra)
+			fmt.Fprintf(fs.Output(), "  %-30s %s%s\n", c.ID, c.Title, extra)
 		}
 		fmt.Fprintf(fs.Output(), "\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	specArg := fs.String("spec", "", "providerSpec.value of a Machine the provider accepts: a JSON file, or inline JSON; ${CLOUD_URL} is replaced by the cloud URL in use (required)")
-	profile := fs.String("profile", string(conformance.ProfileStateful), "stateful (the provider keeps instances in a cloud) or stateless (like machine-controller's fake: Get finds every Machine)")
-	cloudURL := fs.String("cloud-url", "", "a live cloud or simulator; with --cassette and --record, the recording target")
+	specArg := fs.String("spec", "", "providerSpec.value of a Machine the provider accepts, as its users write it: a JSON file, or inline JSON; ${CLOUD_URL} is replaced by the cloud URL in use (required)")
+	profile := fs.String("profile", string(conformance.ProfileStateful), "stateful (the provider keeps instances in a cloud), stateless (like machine-controller's fake: Get finds every Machine) "+
+		"or faults (stateful, plus transport faults injected into one request at a time)")
+	cloudURL := fs.String("cloud-url", "", "a live cloud or simulator a spec names with ${CLOUD_URL}; with --cassette and --record, the recording target (prefer --alias)")
 	cass := fs.String("cassette", "", "replay this cassette offline (or write it with --record)")
 	record := fs.Bool("record", false, "record the HTTP traffic into --cassette, from --cloud-url or the --alias targets")
 	journalFile := fs.String("journal", "", "where a live run keeps the Machines it may have left instances for (default: one per provider in the user's cache, "+
