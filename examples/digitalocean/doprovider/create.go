@@ -3,7 +3,6 @@ package doprovider
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/md5"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/digitalocean/godo"
 
@@ -94,9 +92,11 @@ func createDroplet(ctx context.Context, cl *godo.Client, c *Config, m *provider.
 // uploadRandomSSHPublicKey generates a key pair, uploads its public half
 // and returns its fingerprint; the private half is never kept. Upstream
 // makes a 4096-bit RSA key; this is ed25519, which DigitalOcean takes too
-// and which takes microseconds, not seconds, to generate in a sandbox. As
-// upstream, a key with the same fingerprint already on the account is an
-// error.
+// and which takes microseconds, not seconds, to generate in a sandbox.
+// Upstream first asks for a key with the new key's fingerprint (which a
+// fresh random key cannot have); that request's path would be random in
+// every run, so it is left out: a recorded run replays (and the API would
+// refuse a duplicate key with 422 anyway).
 func uploadRandomSSHPublicKey(ctx context.Context, cl *godo.Client, uid string) (string, error) {
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -107,9 +107,6 @@ func uploadRandomSSHPublicKey(ctx context.Context, cl *godo.Client, uid string) 
 	blob = append(blob, typ...)
 	blob = binary.BigEndian.AppendUint32(blob, uint32(len(pub)))
 	blob = append(blob, pub...)
-	if existing, _, err := cl.Keys.GetByFingerprint(ctx, md5Fingerprint(blob)); err == nil && existing != nil {
-		return "", fmt.Errorf("failed to create ssh public key, the key already exists")
-	}
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	key, _, err := cl.Keys.Create(ctx, &godo.KeyCreateRequest{
@@ -123,15 +120,4 @@ func uploadRandomSSHPublicKey(ctx context.Context, cl *godo.Client, uid string) 
 		return "", fmt.Errorf("failed to create ssh public key on digitalocean: the answer has no key")
 	}
 	return key.Fingerprint, nil
-}
-
-// md5Fingerprint is OpenSSH's legacy MD5 fingerprint of a key blob, by
-// which DigitalOcean addresses keys.
-func md5Fingerprint(blob []byte) string {
-	sum := md5.Sum(blob)
-	parts := make([]string, len(sum))
-	for i, b := range sum {
-		parts[i] = hex.EncodeToString([]byte{b})
-	}
-	return strings.Join(parts, ":")
 }

@@ -77,11 +77,18 @@ func readTestdata(name string) []byte {
 	return b
 }
 
-// policy is what production on the real API needs, with the API's host
-// sent to target, a loopback URL.
+// policy is what production on the real API needs (testdata/policy.yaml),
+// with the API's host sent to target, a loopback URL ("": none).
 func policy(target string) runtime.Policy {
-	return runtime.Policy{AllowedHosts: []string{apiHost}, HostAliases: map[string]string{apiHost: target},
-		CallTimeout: runtime.Duration(30 * time.Second)}
+	p, err := runtime.ParsePolicy(readTestdata("policy.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	if target != "" {
+		p.HostAliases = map[string]string{apiHost: target}
+	}
+	p.CallTimeout = runtime.Duration(30 * time.Second)
+	return p
 }
 
 // front is the one loopback server the shared provider's alias points
