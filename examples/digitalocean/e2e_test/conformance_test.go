@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -18,26 +17,12 @@ import (
 )
 
 // conformanceSpec is the providerSpec.value the conformance suite runs
-// with: upstream's example Machine (examples/digitalocean-
-// machinedeployment.yaml), its token in a Secret, with an available size.
-// It names no endpoint and no simulator: the policy's host alias sends
+// with (testdata/spec.json, which the README's CLI commands use too):
+// upstream's example Machine (examples/digitalocean-machinedeployment.yaml)
+// with an available size, its token in testdata/secret.yaml's Secret. It
+// names no endpoint and no simulator: the policy's host alias sends
 // api.digitalocean.com to one.
-const conformanceSpec = `{
-  "sshPublicKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIConformance conformance@wasmprov"],
-  "cloudProvider": "digitalocean",
-  "cloudProviderSpec": {
-    "token": {"secretKeyRef": {"namespace": "kube-system", "name": "digitalocean", "key": "token"}},
-    "region": "fra1",
-    "size": "s-1vcpu-2gb",
-    "backups": false,
-    "ipv6": false,
-    "private_networking": true,
-    "monitoring": false,
-    "tags": ["machine-controller"]
-  },
-  "operatingSystem": "ubuntu",
-  "operatingSystemSpec": {"disableAutoUpdate": true}
-}`
+var conformanceSpec = readTestdata("spec.json")
 
 // record re-records the cassettes TestConformanceReplay replays.
 var record = flag.Bool("record", false, "re-record testdata/cassettes from the simulator")
@@ -48,7 +33,7 @@ func conformanceConfig(t *testing.T, profile conformance.Profile, simURL string)
 	cfg := conformance.Config{
 		Module:              testguest.Build(t, guestDir),
 		Name:                "digitalocean",
-		ProviderSpec:        json.RawMessage(conformanceSpec),
+		ProviderSpec:        conformanceSpec,
 		Profile:             profile,
 		Policy:              policy(simURL),
 		Kube:                kube(),

@@ -97,7 +97,7 @@ func decodeUpstream(t *testing.T, value []byte) (upstreamRawConfig, error) {
 // of its type.
 func TestSpecsDecodeAsUpstreamRawConfig(t *testing.T) {
 	for name, value := range map[string][]byte{
-		"conformance": []byte(conformanceSpec),
+		"conformance": conformanceSpec,
 		"fixture":     providerSpec(cloudProviderSpec(nil), nil),
 	} {
 		raw, err := decodeUpstream(t, value)
