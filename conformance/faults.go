@@ -146,9 +146,13 @@ func (t *T) faultCall(m *clusterv1alpha1.Machine, p *faultPlan) (context.Context
 // eachFault runs f for every fault kind at every request index of a call,
 // until the call makes fewer requests than the index (f reports whether
 // its plan was hit). n numbers the Machines f may use.
+//
+// A provider that makes no HTTP request in the calls (its state lives on
+// the Machine, as the fakes' does) has nothing to inject into: the check
+// is skipped and says so.
 func eachFault(f func(p *faultPlan, n int) (hit bool, err error)) error {
 	var errs []error
-	n := 0
+	n, injected := 0, 0
 	for _, kind := range faultKinds {
 		for at := int32(1); at <= maxFaultAt; at++ {
 			hit, err := f(&faultPlan{kind: kind, at: at}, n)
@@ -159,9 +163,16 @@ func eachFault(f func(p *faultPlan, n int) (hit bool, err error)) error {
 			if !hit {
 				break
 			}
+			injected++
 		}
 	}
-	return errors.Join(errs...)
+	if injected == 0 && len(errs) == 0 {
+		return skipError{"the provider made no HTTP request in these calls: there was no request to inject a fault into"}
+	}
+	if len(errs) > 0 {
+		return failf("%s", errors.Join(errs...).Error())
+	}
+	return nil
 }
 
 // cleanFailure judges a faulted call's error: a trap, a forged result or
