@@ -68,6 +68,7 @@ func TestRefcloudLive(t *testing.T) {
 // cassette recorded with the faults injected, and leaves nothing in the
 // cloud.
 func TestRefcloudFaults(t *testing.T) {
+	t.Parallel() // mostly waiting on held responses
 	cloud, url := startCloud(t)
 	cfg := refConfig(t, "conformance/testdata/refcloud")
 	cfg.Profile, cfg.CloudURL = conformance.ProfileFaults, url

@@ -72,6 +72,7 @@ func TestHetznerReplay(t *testing.T) {
 
 // The Hetzner provider under transport faults, against a live simulator.
 func TestHetznerFaults(t *testing.T) {
+	t.Parallel() // mostly waiting on held responses
 	cfg := hetznerConfig(t)
 	cfg.CloudURL = startHetzner(t)
 	cfg.Profile, cfg.Checks = conformance.ProfileFaults, []string{"faults."}

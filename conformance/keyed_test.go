@@ -40,6 +40,7 @@ func TestKeyedProvidersPassStateful(t *testing.T) {
 		{"conformance/testdata/keyed/providerid", "minicloud://"},
 	} {
 		t.Run(tc.dir[strings.LastIndex(tc.dir, "/")+1:], func(t *testing.T) {
+			t.Parallel() // the faults profile mostly waits on held responses
 			cfg := refConfig(t, tc.dir)
 			cfg.ProviderSpec = json.RawMessage(keyedSpec)
 			cfg.Kube = tokenSecret()
