@@ -97,6 +97,7 @@ func FuzzHTTPAllow(f *testing.F) {
 	f.Add("127.0.0.1:8080", "http://127.0.0.1:8080/", true)
 	f.Add("*.example.com", "https://example.com/", false)
 	f.Add("[::1]:80", "http://[::1]:80/", true)
+	f.Add("[::1]", "http://[::1]:80", true) // found by fuzz-smoke, cold CI 2026-12-07: the oracle, not Allow, was wrong
 	f.Fuzz(func(t *testing.T, pattern, rawURL string, insecure bool) {
 		u, err := url.Parse(rawURL)
 		if err != nil {
@@ -116,6 +117,10 @@ func FuzzHTTPAllow(f *testing.F) {
 		pat := strings.ToLower(pattern)
 		if h, _, err := splitPattern(pat); err == nil {
 			pat = h
+		} else if strings.HasPrefix(pat, "[") && strings.HasSuffix(pat, "]") {
+			// A bracketed IPv6 literal without a port ("[::1]") names
+			// that address at the scheme's default port.
+			pat = pat[1 : len(pat)-1]
 		}
 		if suffix, ok := strings.CutPrefix(pat, "*."); ok {
 			if !strings.HasSuffix(host, "."+suffix) {
