@@ -96,7 +96,7 @@ RACE_PKGS := ./cassette/... ./cloudprovider/... ./internal/hostmodule ./runtime/
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/wasip1
 PLAIN_PKGS := ./abi/... ./apis/... ./cloud/... ./guests/... ./hostfuncs ./provider ./internal/guesttext ./conformance/... ./examples/... \
-	./internal/testing/... ./internal/fixtures ./internal/architecture ./internal/hostmodule/wazerohost \
+	./internal/testing/... ./internal/fixtures ./internal/architecture ./internal/hostalias ./internal/hostmodule/wazerohost \
 	./runtime/metadata ./runtime/internal/cachefile ./runtime/internal/resultcache ./runtime/internal/memimage ./runtime/internal/precheck ./runtime/internal/wasmbin ./runtime/internal/interrupt
 
 # The modules beside the main (embedder) one, docs/ARCHITECTURE.md

@@ -3,11 +3,11 @@ package cassette
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
+
+	"github.com/wasmprov/wasmprov/internal/hostalias"
 )
 
 // DefaultDropResponseHeaders are response headers not recorded because
@@ -26,9 +26,10 @@ type Recorder struct {
 	// endpoint replays the same requests whatever port a simulator listened
 	// on while recording.
 	Target, Canonical *url.URL
-	// Aliases, when set, send requests for a host (the key: "host:port",
-	// or "host" for a URL without a port, as in runtime.Policy's
-	// HostAliases) to another scheme and host (the value, e.g.
+	// Aliases, when set, send requests for a host (the key: lower-case
+	// "host:port", or "host" for a URL without a port, matched as the
+	// runtime matches runtime.Policy's HostAliases) to another scheme and
+	// host (the value, e.g.
 	// http://127.0.0.1:8080) while the cassette stores the URL the
 	// provider asked for: the runtime's policy host aliases
 	// (runtime.Policy.HostAliases) done by the recorder, so that a
@@ -110,21 +111,7 @@ func (r *Recorder) route(u *url.URL) *url.URL {
 	if r.Target != nil && r.Canonical != nil && u.Scheme == r.Canonical.Scheme && u.Host == r.Canonical.Host {
 		return r.Target
 	}
-	if len(r.Aliases) == 0 {
-		return nil
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	host := strings.ToLower(u.Hostname())
-	if to, ok := r.Aliases[net.JoinHostPort(host, port)]; ok {
-		return to
-	}
-	if u.Port() == "" {
-		return r.Aliases[host]
-	}
-	return nil
+	return hostalias.Aliases(r.Aliases).Target(u)
 }
 
 // Cassette returns what was recorded so far.

@@ -2,12 +2,14 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/wasmprov/wasmprov/cassette"
+	"github.com/wasmprov/wasmprov/internal/hostalias"
 	"github.com/wasmprov/wasmprov/runtime"
 )
 
@@ -21,17 +23,22 @@ import (
 // the recorder to save. It sets rep.Cloud, and e.replay on a replay.
 func (e *env) cloud(rep *Report) (string, http.RoundTripper, *cassette.Recorder, error) {
 	cfg := e.cfg
+	// Checked here as the runtime checks them (loopback targets only),
+	// whether the runtime, the recorder or nobody (a replay) follows them.
+	aliases, err := hostalias.Parse(cfg.Policy.HostAliases)
+	if err != nil {
+		return "", nil, nil, err
+	}
 	cloudURL := ""
 	var transport http.RoundTripper // nil: the policy's own
 	var recorder *cassette.Recorder
 	switch {
 	case cfg.Cassette != "" && cfg.Record:
-		aliases, err := recorderAliases(cfg.Policy.HostAliases)
-		if err != nil {
-			return "", nil, nil, err
-		}
+		// The recorder does while recording what the runtime's aliases do
+		// live: the cassette holds the URLs the provider asked for, and
+		// replays without them.
 		recorder = &cassette.Recorder{Aliases: aliases, Redact: cfg.Redact}
-		from := hostAliasList(cfg.Policy.HostAliases)
+		from := aliases.List()
 		if cfg.CloudURL != "" {
 			target, err := url.Parse(cfg.CloudURL)
 			if err != nil {
@@ -53,9 +60,9 @@ func (e *env) cloud(rep *Report) (string, http.RoundTripper, *cassette.Recorder,
 		transport = e.replay // answers from the cassette, dials nothing
 		cloudURL = CanonicalCloudURL
 		rep.Cloud = "replaying " + cfg.Cassette
-	case cfg.CloudURL != "" || len(cfg.Policy.HostAliases) > 0:
+	case cfg.CloudURL != "" || len(aliases) > 0:
 		cloudURL = cfg.CloudURL
-		rep.Cloud = strings.Join(append(nonEmpty(cfg.CloudURL), hostAliasList(cfg.Policy.HostAliases)...), ", ")
+		rep.Cloud = strings.Join(append(nonEmpty(cfg.CloudURL), aliases.List()...), ", ")
 	default:
 		rep.Cloud = "none"
 	}
@@ -69,35 +76,6 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-// hostAliasList describes the policy's host aliases, "host → URL",
-// sorted.
-func hostAliasList(aliases map[string]string) []string {
-	out := make([]string, 0, len(aliases))
-	for from, to := range aliases {
-		out = append(out, from+" → "+to)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// recorderAliases parses the policy's host aliases for the recorder, which
-// does while recording what the runtime's aliases do live: the cassette
-// then holds the URLs the provider asked for, and replays without them.
-func recorderAliases(aliases map[string]string) (map[string]*url.URL, error) {
-	if len(aliases) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]*url.URL, len(aliases))
-	for from, to := range aliases {
-		u, err := url.Parse(to)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("host alias %s → %q: the target must be a URL such as http://127.0.0.1:8080", from, to)
-		}
-		out[strings.ToLower(from)] = &url.URL{Scheme: u.Scheme, Host: u.Host}
-	}
-	return out, nil
-}
-
 // runPolicy is cfg.Policy with the cloud's host allowed and the pool and
 // call timeout the run needs.
 //
@@ -106,10 +84,10 @@ func recorderAliases(aliases map[string]string) (map[string]*url.URL, error) {
 // aliased requests on, and replay answers them without a network.
 func runPolicy(cfg Config, cloudURL string) (runtime.Policy, error) {
 	policy := cfg.Policy
-	for from := range cfg.Policy.HostAliases {
-		policy.AllowedHosts = append(slices.Clone(policy.AllowedHosts), strings.ToLower(from))
+	policy.AllowedHosts = slices.Clone(policy.AllowedHosts)
+	for _, from := range slices.Sorted(maps.Keys(cfg.Policy.HostAliases)) {
+		policy.AllowedHosts = append(policy.AllowedHosts, strings.ToLower(from))
 	}
-	slices.Sort(policy.AllowedHosts[len(cfg.Policy.AllowedHosts):])
 	if cfg.Cassette != "" {
 		policy.HostAliases = nil
 	}
@@ -118,7 +96,7 @@ func runPolicy(cfg Config, cloudURL string) (runtime.Policy, error) {
 		if err != nil {
 			return runtime.Policy{}, fmt.Errorf("cloud URL: %w", err)
 		}
-		policy.AllowedHosts = append(slices.Clone(policy.AllowedHosts), u.Host)
+		policy.AllowedHosts = append(policy.AllowedHosts, u.Host)
 		if u.Scheme == "http" {
 			policy.AllowInsecureHTTP = true
 		}

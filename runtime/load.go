@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/hostalias"
 	"github.com/wasmprov/wasmprov/internal/hostmodule"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/pool"
@@ -92,7 +92,7 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 	if policy.SHA256 != "" && !strings.EqualFold(policy.SHA256, sum) {
 		return nil, fmt.Errorf("%w: sha256 %s does not match the pinned %s", ErrInvalidModule, sum, policy.SHA256)
 	}
-	aliases, err := hostmodule.ParseHostAliases(policy.HostAliases)
+	aliases, err := hostalias.Parse(policy.HostAliases)
 	if err != nil {
 		return nil, fmt.Errorf("invalid policy: %w", err)
 	}
@@ -184,9 +184,9 @@ func (r *Runtime) load(ctx context.Context, name string, wasm []byte, policy Pol
 //
 // Host aliases are logged once here: an operator reading the logs must be
 // able to tell that a provider's API calls go to a simulator.
-func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy, aliases map[string]*url.URL) *hostmodule.Env {
+func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy, aliases hostalias.Aliases) *hostmodule.Env {
 	if len(aliases) > 0 {
-		logger.Info("HTTP host aliases: requests to these hosts go to loopback", "aliases", hostmodule.HostAliasList(aliases))
+		logger.Info("HTTP host aliases: requests to these hosts go to loopback", "aliases", aliases.List())
 	}
 	return &hostmodule.Env{
 		Provider: name,

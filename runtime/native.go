@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/hostalias"
 	"github.com/wasmprov/wasmprov/internal/hostmodule"
 )
 
@@ -66,7 +67,7 @@ func (r *Runtime) LoadFunc(name string, declared abi.Capability, fn NativeFunc, 
 		// included.
 		hasMetrics: true,
 	}
-	aliases, err := hostmodule.ParseHostAliases(policy.HostAliases)
+	aliases, err := hostalias.Parse(policy.HostAliases)
 	if err != nil {
 		return nil, fmt.Errorf("provider %q: invalid policy: %w", lc.name, err)
 	}

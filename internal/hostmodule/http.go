@@ -77,7 +77,7 @@ func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	// The client sends req as it is on return: a redirect to an aliased
 	// host goes to the alias too.
-	req.URL = h.policy.aliased(req.URL)
+	req.URL = h.policy.hostAliases.Apply(req.URL)
 	return nil
 }
 
@@ -154,7 +154,7 @@ func sendHTTP(ctx context.Context, c *Call, req *abi.HTTPRequest) (*abi.HTTPResp
 	if len(req.Body) > 0 {
 		body = bytes.NewReader(req.Body)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, p.aliased(u).String(), body)
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, p.hostAliases.Apply(u).String(), body)
 	if err != nil {
 		return nil, errorf(abi.ErrnoInvalid, "building request: %v", err)
 	}

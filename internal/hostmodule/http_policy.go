@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/wasmprov/wasmprov/internal/hostalias"
 )
 
 // The defaults of HTTPPolicy's zero fields, applied by NewHTTP and nowhere
@@ -78,14 +80,14 @@ type HTTPPolicy struct {
 	// TLSConfig configures TLS, e.g. a private CA; nil means the system's
 	// roots.
 	TLSConfig *tls.Config
-	// HostAliases sends requests for a host elsewhere (ParseHostAliases:
-	// loopback targets only); see http_alias.go. Set with WithHostAliases.
-	hostAliases map[string]*url.URL
+	// hostAliases sends requests for a host elsewhere (hostalias.Parse:
+	// loopback targets only). Set with WithHostAliases.
+	hostAliases hostalias.Aliases
 }
 
-// WithHostAliases returns p with aliases (as ParseHostAliases returns
+// WithHostAliases returns p with aliases (as hostalias.Parse returns
 // them) installed.
-func (p HTTPPolicy) WithHostAliases(aliases map[string]*url.URL) HTTPPolicy {
+func (p HTTPPolicy) WithHostAliases(aliases hostalias.Aliases) HTTPPolicy {
 	p.hostAliases = aliases
 	return p
 }

@@ -75,8 +75,8 @@ func internalAddr(a netip.Addr) string {
 // AllowedHosts entry that is that very IP literal.
 func (p *HTTPPolicy) internalAllowed(host, port string) bool {
 	host = strings.ToLower(strings.Trim(host, "[]"))
-	if p.aliasTarget(host, port) {
-		return true // loopback by construction (ParseHostAliases)
+	if p.hostAliases.IsTarget(host, port) {
+		return true // loopback by construction (hostalias.Parse)
 	}
 	// The request's port was checked against AllowedHosts (Allow) before
 	// any dial, so here a pattern without a port matches the dialled one.
