@@ -121,26 +121,36 @@ func checkDeleteRemoves(t *T) error {
 	return nil
 }
 
-func checkMigrateUID(t *T) error {
-	m := t.machine(0)
+// createAndMigrate creates m's instance and migrates it to a new UID as
+// the controller does: MigrateUID, then the Machine replaced by one with
+// the new UID and everything else kept. It returns the instance Create
+// made and the Machine as it was before the migration.
+func (t *T) createAndMigrate(m *clusterv1alpha1.Machine) (instance.Instance, *clusterv1alpha1.Machine, error) {
 	created, sent, err := t.create(m)
 	if err != nil {
-		return failf("Create failed: %s\nCreate received: %s", describe(err), describeMachine(sent))
+		return nil, nil, failf("Create failed: %s\nCreate received: %s", describe(err), describeMachine(sent))
 	}
 	newUID := uid(t.id + "/migrated")
 	cur := t.current(m)
 	ctx, cancel := t.callFor(m)
 	defer cancel()
 	if err := t.env.p.MigrateUID(ctx, cur.DeepCopy(), newUID, nil); err != nil {
-		return failf("MigrateUID failed: %s\nMigrateUID received: %s", describe(err), describeMachine(cur))
+		return nil, nil, failf("MigrateUID failed: %s\nMigrateUID received: %s", describe(err), describeMachine(cur))
 	}
-	// The controller's migration replaces the Machine by one with the new
-	// UID and everything else kept.
 	migrated := cur.DeepCopy()
 	migrated.UID = newUID
 	t.store.put(migrated)
 	t.env.journal.record(t.id, migrated)
 	t.cleanupOldUID(cur)
+	return created, cur, nil
+}
+
+func checkMigrateUID(t *T) error {
+	m := t.machine(0)
+	created, _, err := t.createAndMigrate(m)
+	if err != nil {
+		return err
+	}
 	got, recv, err := t.get(m)
 	if err != nil {
 		return failf("Get of the Machine with its new UID failed: %s; want %s\nGet received: %s",
@@ -154,35 +164,22 @@ func checkMigrateUID(t *T) error {
 
 func checkMigrateForgetsOldUID(t *T) error {
 	m := t.machine(0)
-	created, sent, err := t.create(m)
+	created, before, err := t.createAndMigrate(m)
 	if err != nil {
-		return failf("Create failed: %s\nCreate received: %s", describe(err), describeMachine(sent))
+		return err
 	}
-	newUID := uid(t.id + "/migrated")
-	cur := t.current(m)
-	ctx, cancel := t.callFor(m)
-	err = t.env.p.MigrateUID(ctx, cur.DeepCopy(), newUID, nil)
-	cancel()
-	if err != nil {
-		return failf("MigrateUID failed: %s\nMigrateUID received: %s", describe(err), describeMachine(cur))
-	}
-	migrated := cur.DeepCopy()
-	migrated.UID = newUID
-	t.store.put(migrated)
-	t.env.journal.record(t.id, migrated)
-	t.cleanupOldUID(cur)
 	// The Machine as it was before the provider recorded anything on it,
 	// with its old UID: only the UID can find an instance.
 	old := t.rawMachine(0)
 	old.Spec.ProviderSpec.Value.Raw = append([]byte(nil), t.env.defaulted...)
-	ctx, cancel = t.callFor(old)
+	ctx, cancel := t.callFor(old)
 	defer cancel()
 	inst, err := t.env.p.Get(ctx, old.DeepCopy(), nil)
 	switch {
 	case err == nil && inst != nil && inst.Status() != instance.StatusDeleted:
 		return failf("after MigrateUID to %s, Get of a Machine with the old UID %s still finds %s (Create had returned ID %q): "+
 			"the instance still carries the old UID (a tag or label MigrateUID added to but did not remove)",
-			newUID, old.UID, describeInstance(inst), created.ID())
+			t.current(m).UID, before.UID, describeInstance(inst), created.ID())
 	case err != nil && !isNotFound(err):
 		return failf("after MigrateUID, Get of a Machine with the old UID returned a %s; want not-found\nGet received: %s", describe(err), describeMachine(old))
 	}
