@@ -85,28 +85,22 @@ func (s *Sim) resources(r *http.Request, req *resourcesRequest) ([]*droplet, *ap
 }
 
 func (s *Sim) tagResources(w http.ResponseWriter, r *http.Request) {
-	var req resourcesRequest
-	if e := decodeBody(r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ds, e := s.resources(r, &req)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	name := r.PathValue("name")
-	for _, d := range ds {
+	s.retag(w, r, func(d *droplet, name string) {
 		if !slices.Contains(d.tags, name) {
 			d.tags = append(d.tags, name)
 		}
-	}
-	w.WriteHeader(http.StatusNoContent)
+	})
 }
 
 func (s *Sim) untagResources(w http.ResponseWriter, r *http.Request) {
+	s.retag(w, r, func(d *droplet, name string) {
+		d.tags = slices.DeleteFunc(d.tags, func(t string) bool { return t == name })
+	})
+}
+
+// retag applies change to the tag in the path on every resource the body
+// names, or answers the error that names none.
+func (s *Sim) retag(w http.ResponseWriter, r *http.Request, change func(d *droplet, name string)) {
 	var req resourcesRequest
 	if e := decodeBody(r, &req); e != nil {
 		writeError(w, e)
@@ -119,9 +113,8 @@ func (s *Sim) untagResources(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	name := r.PathValue("name")
 	for _, d := range ds {
-		d.tags = slices.DeleteFunc(d.tags, func(t string) bool { return t == name })
+		change(d, r.PathValue("name"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
