@@ -52,23 +52,10 @@ func TestCallLogLevel(t *testing.T) {
 // m.yaml --secret-file token-secret.yaml` works for a Machine whose token is
 // a secretKeyRef, with the token from the file reaching the cloud.
 func TestCallSecretFile(t *testing.T) {
-	hetzner := testguest.Build(t, "examples/hetzner")
-	cache := testguest.CompilationCacheDir(t)
-	sim, err := hcloudsim.Start(hcloudsim.Options{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
+	hetzner, cache, sim := hetznerCallSetup(t)
 	dir := t.TempDir()
 	testdata := filepath.Join("testdata", "hetzner")
-	b, err := os.ReadFile(filepath.Join(testdata, "machine.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	machine := filepath.Join(dir, "m.yaml")
-	if err := os.WriteFile(machine, []byte(strings.ReplaceAll(string(b), "ENDPOINT", sim.URL)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	machine := hetznerMachine(t, "ENDPOINT", sim.URL)
 	secret, policy := filepath.Join(testdata, "token-secret.yaml"), filepath.Join(testdata, "policy.yaml")
 	call := func(extra ...string) (int, string, string) {
 		return runCLI(t, append([]string{"call", hetzner, "Validate", "-f", machine, "-policy", policy, "-cache", cache}, extra...)...)
@@ -130,21 +117,8 @@ func TestCallCurrentContractMethods(t *testing.T) {
 // a simulator: the Machine is the one a user writes (no endpoint), and
 // without the alias the same call reaches nothing.
 func TestCallAlias(t *testing.T) {
-	hetzner := testguest.Build(t, "examples/hetzner")
-	cache := testguest.CompilationCacheDir(t)
-	sim, err := hcloudsim.Start(hcloudsim.Options{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
-	b, err := os.ReadFile(filepath.Join("testdata", "hetzner", "machine.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	machine := filepath.Join(t.TempDir(), "m.yaml")
-	if err := os.WriteFile(machine, []byte(strings.ReplaceAll(string(b), "        endpoint: ENDPOINT\n", "")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	hetzner, cache, sim := hetznerCallSetup(t)
+	machine := hetznerMachine(t, "        endpoint: ENDPOINT\n", "")
 	call := func(extra ...string) (int, string, string) {
 		return runCLI(t, append([]string{"call", hetzner, "Validate", "-f", machine, "-cache", cache,
 			"--secret-file", filepath.Join("testdata", "hetzner", "token-secret.yaml")}, extra...)...)
@@ -165,4 +139,29 @@ func TestCallAlias(t *testing.T) {
 			t.Errorf("--alias %s: exit %d, stderr %q; want a refusal naming the alias", bad, code, errOut)
 		}
 	}
+}
+
+// hetznerCallSetup builds the Hetzner guest and starts a simulator for a
+// test of call.
+func hetznerCallSetup(t *testing.T) (wasm, cache string, sim *hcloudsim.Running) {
+	sim, err := hcloudsim.Start(hcloudsim.Options{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	return testguest.Build(t, "examples/hetzner"), testguest.CompilationCacheDir(t), sim
+}
+
+// hetznerMachine writes testdata/hetzner/machine.yaml with old replaced by
+// new and returns its path.
+func hetznerMachine(t *testing.T, old, new string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", "hetzner", "machine.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(machine, []byte(strings.ReplaceAll(string(b), old, new)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return machine
 }
