@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metadata"
@@ -27,7 +28,8 @@ func runAnnotate(ctx context.Context, args []string) error {
 		md           metadata.Metadata
 		abiVersion   = fs.Int("abi-version", -1, "the ABI version the module was built for (default: what its wasmprov_abi_version returns)")
 		minHost      = fs.String("min-host-version", "", "the oldest wasmprov host the module runs on, a semantic version (e.g. 0.1.0)")
-		keepExisting = fs.Bool("merge", true, "start from the module's existing metadata, if any, and change only the fields given")
+		keepExisting = fs.Bool("merge", true, "start from the module's existing metadata, if any, and change only the fields given (its ABI version and capabilities included: no compile)")
+		reread       = fs.Bool("reread", false, "read the ABI version and capabilities from the module's code even if its metadata states them (compiles a module whose exports are not constants)")
 	)
 	fs.StringVar(&md.Name, "name", "", "the provider's name (required unless the module has metadata)")
 	fs.StringVar(&md.Version, "version", "", "the provider's version")
@@ -40,8 +42,11 @@ func runAnnotate(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: wasmprov annotate PROVIDER.wasm --name NAME [--version V] [--min-host-version V] ... -o OUT.wasm\n\n"+
 			"Writes the module's wasmprov.metadata custom section, replacing an existing one;\n"+
 			"every other byte of the module stays as it was. The ABI version and the\n"+
-			"capabilities are read from the module unless given. The host refuses a module\n"+
-			"whose metadata names another ABI or a newer host than itself.\n\nflags:")
+			"capabilities are, unless given, kept from the existing metadata (with -merge,\n"+
+			"unless -reread), else read from the module: from constant export bodies, else\n"+
+			"by compiling it and calling the exports, which takes seconds for a Go guest.\n"+
+			"The host refuses a module whose metadata names another ABI or a newer host\n"+
+			"than itself.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	// The module may come before the flags, as in the usage line.
@@ -61,7 +66,8 @@ func runAnnotate(ctx context.Context, args []string) error {
 		return err
 	}
 	var result metadata.Metadata
-	if old, err := metadata.Read(wasm); err == nil && old != nil && *keepExisting {
+	old, _ := metadata.Read(wasm) // an invalid section is replaced, as if there were none
+	if old != nil && *keepExisting {
 		result = *old
 	}
 	set := func(dst *string, v string) {
@@ -80,20 +86,37 @@ func runAnnotate(ctx context.Context, args []string) error {
 	}
 
 	// What the module itself says: its ABI version and its declaration.
-	if *abiVersion < 0 || *caps == "" {
-		rt, err := runtime.New(engineOption())
+	// Metadata that states them was written from them (or from the
+	// flags) by an earlier annotate of the same code — a custom section
+	// does not change the code — so changing a version or a license keeps
+	// them rather than compiling the module again.
+	needABI, needCaps := *abiVersion < 0, *caps == ""
+	if old != nil && *keepExisting && !*reread && (needABI || needCaps) {
+		// annotate writes the declaration with the ABI version: an empty
+		// list next to a stated version declares nothing.
+		stated := old.ABIVersion != 0 || len(old.Capabilities) > 0
+		var kept []string
+		if needABI && old.ABIVersion != 0 {
+			needABI = false
+			kept = append(kept, fmt.Sprintf("ABI version %d", old.ABIVersion))
+		}
+		if needCaps && stated {
+			needCaps = false
+			kept = append(kept, "capabilities "+capNames(old.Capabilities))
+		}
+		if len(kept) > 0 {
+			fmt.Fprintf(stderr, "%s: keeping the %s its metadata states (-reread reads them from the code)\n", in, strings.Join(kept, " and "))
+		}
+	}
+	if needABI || needCaps {
+		info, err := readCodeValues(ctx, in, wasm, needABI, needCaps)
 		if err != nil {
 			return err
 		}
-		defer rt.Close(context.WithoutCancel(ctx))
-		info, err := rt.Inspect(ctx, wasm)
-		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
-		}
-		if *abiVersion < 0 && info.ABIVersionKnown {
+		if needABI && info.ABIVersionKnown {
 			result.ABIVersion = int(info.ABIVersion)
 		}
-		if *caps == "" && info.DeclaredKnown {
+		if needCaps && info.DeclaredKnown {
 			result.Capabilities = info.Declared.Names()
 		}
 	}
@@ -112,6 +135,51 @@ func runAnnotate(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(stdout, "%s: %s %s, %d bytes, sha256 %s\n", *out, result.Name, result.Version, len(annotated), sha256Hex(annotated))
 	return nil
+}
+
+// capNames is a metadata capability list as annotate reports it.
+func capNames(names []string) string {
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, ", ")
+}
+
+// inspectByRunning compiles wasm and calls its scalar exports. It is a
+// variable so that a test can count the compiles: skipping them is what
+// makes annotating a Go guest take milliseconds instead of most of a
+// minute, and only a counter tells a skipped compile from a fast one.
+var inspectByRunning = func(ctx context.Context, rt *runtime.Runtime, wasm []byte) (*runtime.ModuleInfo, error) {
+	return rt.Inspect(ctx, wasm, runtime.WithInspectMode(runtime.InspectRun))
+}
+
+// readCodeValues reads what wasm's code says of its ABI version and
+// capabilities (those wanted): statically first, which reads the values of
+// exports whose bodies are constants (a WAT or Rust guest) in
+// milliseconds, then, if one is still unknown, by compiling the module and
+// calling the exports, which takes seconds for a Go guest and is said on
+// stderr so that the wait is not a silent hang.
+func readCodeValues(ctx context.Context, in string, wasm []byte, wantABI, wantCaps bool) (*runtime.ModuleInfo, error) {
+	rt, err := runtime.New(engineOption())
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	info, err := rt.Inspect(ctx, wasm, runtime.WithInspectMode(runtime.InspectStatic))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in, err)
+	}
+	if (!wantABI || info.ABIVersionKnown) && (!wantCaps || info.DeclaredKnown) {
+		return info, nil
+	}
+	fmt.Fprintf(stderr, "compiling %s to read its ABI version and capabilities (--abi-version and --capabilities skip this)...\n", in)
+	start := time.Now()
+	info, err = inspectByRunning(ctx, rt, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in, err)
+	}
+	fmt.Fprintf(stderr, "compiled and ran %s's exports in %s\n", in, time.Since(start).Round(10*time.Millisecond))
+	return info, nil
 }
 
 func sha256Hex(b []byte) string {
