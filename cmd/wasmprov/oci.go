@@ -198,7 +198,11 @@ func runPush(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// stdout stays the one pinned reference scripts read; the labels go to
+	// stderr, because the module's sha256 (inspect, annotate, policies) and
+	// the manifest digest (pull, pin) are both "sha256:…" and get mixed up.
 	fmt.Fprintf(stdout, "%s@%s\n", repoOf(pos[1]), d)
+	fmt.Fprintf(stderr, "manifest digest: %s (pull and pin by this)\nmodule sha256:   %s (what inspect, annotate and policies show; not pullable)\n", d, sha256Hex(wasm))
 	return nil
 }
 
