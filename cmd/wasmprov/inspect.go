@@ -74,7 +74,9 @@ func runInspect(ctx context.Context, args []string) error {
 	w := stdout
 	fmt.Fprintf(w, "module:        %s\n", path)
 	fmt.Fprintf(w, "size:          %d bytes\n", info.Size)
-	fmt.Fprintf(w, "sha256:        %s\n", info.SHA256)
+	// Two sha256 digests name a pushed module: this one, of the file, and
+	// the OCI manifest's, the only one a registry pulls by. Say which.
+	fmt.Fprintf(w, "sha256:        %s (the module file's; not the OCI manifest digest to pull by, which `wasmprov push` prints)\n", info.SHA256)
 	if info.Mode == runtime.InspectStatic {
 		fmt.Fprintf(w, "inspected:     statically: nothing compiled, no guest code run, function bodies not validated (-run compiles and runs)\n")
 	} else {
