@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -16,16 +17,25 @@ import (
 
 // Save writes the artifacts refs name (pulled, or from the store) to w as
 // an OCI image layout in a tar: oci-layout, index.json naming each
-// reference (org.opencontainers.image.ref.name) and blobs/sha256/…. It
-// returns the artifacts written.
+// reference (org.opencontainers.image.ref.name) and blobs/sha256/…, with
+// each artifact's referrers — its signatures — as manifests whose subject
+// is the artifact, so that a site without the registry verifies exactly
+// as one with it. Referrers are asked of the registry and, when it cannot
+// be reached, taken from the store. It returns the artifacts written.
 func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) ([]*Artifact, error) {
 	var arts []*Artifact
+	referrers := map[digest.Digest][]Referrer{}
 	for _, ref := range refs {
 		a, err := c.Pull(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
 		arts = append(arts, a)
+		rs, err := c.referrersForSave(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		referrers[a.Digest] = rs
 	}
 	tw := tar.NewWriter(w)
 	put := func(name string, b []byte) error {
@@ -63,6 +73,26 @@ func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) ([]*Artif
 				return nil, err
 			}
 		}
+		for _, r := range referrers[a.Digest] {
+			if written[r.Digest] {
+				continue
+			}
+			index.Manifests = append(index.Manifests, ocispec.Descriptor{
+				MediaType: ocispec.MediaTypeImageManifest, ArtifactType: r.ArtifactType,
+				Digest: r.Digest, Size: int64(len(r.manifest)),
+			})
+			empty := ocispec.DescriptorEmptyJSON
+			for _, b := range [][]byte{r.manifest, r.Data, empty.Data} {
+				d := digest.FromBytes(b)
+				if written[d] {
+					continue
+				}
+				written[d] = true
+				if err := put(path.Join("blobs", d.Algorithm().String(), d.Encoded()), b); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	ib, err := json.Marshal(index)
 	if err != nil {
@@ -74,12 +104,40 @@ func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) ([]*Artif
 	return arts, tw.Close()
 }
 
+// referrersForSave returns a's referrers: the registry's and the
+// store's. A registry that cannot be reached is not an error when the
+// store has them (saving is what one does before leaving the network),
+// but a registry's refusal is.
+func (c *Client) referrersForSave(ctx context.Context, a *Artifact) ([]Referrer, error) {
+	online, _, err := c.Referrers(ctx, a.Ref, "")
+	stored, serr := c.StoredReferrers(a.Digest, "")
+	if serr != nil {
+		c.opts.Logger.Warn("leaving out damaged signatures of the local store", "ref", a.Ref, "error", serr.Error())
+	}
+	if err != nil {
+		if c.opts.Store == nil {
+			return nil, fmt.Errorf("saving the signatures of %s: %w", a.Ref, err)
+		}
+		c.opts.Logger.Warn("cannot list the artifact's signatures in the registry; saving those of the local store",
+			"ref", a.Ref, "stored", len(stored), "error", err.Error())
+	}
+	out := online
+	for _, r := range stored {
+		if !slices.ContainsFunc(out, func(o Referrer) bool { return o.Digest == r.Digest }) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // Loaded is one artifact Load put in the store.
 type Loaded struct {
 	// Name is the reference the bundle named it by ("" if none), Ref
 	// the same pinned to its digest.
 	Name, Ref string
 	Digest    digest.Digest
+	// Referrers is how many referrers (signatures) of it the bundle had.
+	Referrers int
 }
 
 // Load reads an OCI image layout tar (as Save writes it), verifies every
@@ -136,6 +194,7 @@ func (c *Client) Load(r io.Reader) ([]Loaded, error) {
 	}
 	var out []Loaded
 	var arts []*Artifact
+	referrers := map[digest.Digest][]Referrer{}
 	for _, desc := range idx.Manifests {
 		name := desc.Annotations[ocispec.AnnotationRefName]
 		label := name
@@ -145,6 +204,17 @@ func (c *Client) Load(r io.Reader) ([]Loaded, error) {
 		raw, ok := blobs[desc.Digest]
 		if !ok {
 			return nil, fmt.Errorf("bundle: %s: manifest %s is missing", label, desc.Digest)
+		}
+		if subject, ok := subjectOf(raw); ok {
+			r, ok := referrerOf(desc.Digest, raw, subject)
+			if !ok {
+				return nil, fmt.Errorf("bundle: %s: %w: a referrer that is not one blob of at most %d bytes", label, ErrRefused, maxReferrerSize)
+			}
+			if r.Data, ok = blobs[mustLayer(raw)]; !ok {
+				return nil, fmt.Errorf("bundle: %s: the blob of referrer %s is missing", label, desc.Digest)
+			}
+			referrers[subject] = append(referrers[subject], r)
+			continue
 		}
 		m, layer, err := parseManifest(raw, c.opts.MaxBlobSize)
 		if err != nil {
@@ -165,10 +235,34 @@ func (c *Client) Load(r io.Reader) ([]Loaded, error) {
 		}
 		arts, out = append(arts, a), append(out, l)
 	}
-	for _, a := range arts {
+	for subject := range referrers {
+		if !slices.ContainsFunc(arts, func(a *Artifact) bool { return a.Digest == subject }) {
+			if _, ok := c.opts.Store.Get(subject, maxManifestSize); !ok {
+				return nil, fmt.Errorf("bundle: %w: referrers of %s, an artifact neither in the bundle nor in the store", ErrRefused, subject)
+			}
+		}
+	}
+	for i, a := range arts {
 		if err := c.store(a); err != nil {
 			return nil, fmt.Errorf("bundle: storing %s: %w", a.Digest, err)
 		}
+		out[i].Referrers = len(referrers[a.Digest])
+	}
+	for subject, rs := range referrers {
+		if err := c.opts.Store.putReferrers(subject, rs); err != nil {
+			return nil, fmt.Errorf("bundle: storing the referrers of %s: %w", subject, err)
+		}
 	}
 	return out, nil
+}
+
+// subjectOf returns the subject of a manifest that has one: a referrer.
+func subjectOf(raw []byte) (digest.Digest, bool) {
+	var m struct {
+		Subject *ocispec.Descriptor `json:"subject"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Subject == nil {
+		return "", false
+	}
+	return m.Subject.Digest, true
 }

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -218,3 +219,14 @@ func loopback(hostport string) bool {
 
 // refErr names the reference in an error.
 func refErr(ref string, err error) error { return fmt.Errorf("%s: %w", ref, err) }
+
+// PinnedDigest returns the manifest digest ref is pinned to, if it names
+// one (registry/repository@sha256:…).
+func PinnedDigest(ref string) (digest.Digest, bool) {
+	r, err := registry.ParseReference(ref)
+	if err != nil {
+		return "", false
+	}
+	d, err := r.Digest()
+	return d, err == nil
+}

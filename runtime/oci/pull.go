@@ -34,7 +34,18 @@ func (c *Client) Resolve(ctx context.Context, ref string) (digest.Digest, error)
 	if err != nil {
 		return "", refErr(ref, err)
 	}
+	c.rememberTag(ref, desc.Digest)
 	return desc.Digest, nil
+}
+
+// rememberTag keeps what the tag ref resolved to, for LastResolved. A
+// store that cannot keep it costs the next offline start only.
+func (c *Client) rememberTag(ref string, d digest.Digest) {
+	if s := c.opts.Store; s != nil {
+		if err := s.rememberTag(ref, d); err != nil {
+			c.opts.Logger.Warn("cannot record the tag's resolution in the local store", "ref", ref, "digest", d.String(), "error", err.Error())
+		}
+	}
 }
 
 // Pull returns the module ref names. A reference by digest is served from
@@ -44,7 +55,7 @@ func (c *Client) Resolve(ctx context.Context, ref string) (digest.Digest, error)
 // it is returned or stored; nothing is stored from a refused artifact.
 // With Options.Verify, every artifact, the store's too, is returned only
 // if Verify accepts it, and a fetched one is stored only then.
-func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
+func (c *Client) Pull(ctx context.Context, ref string) (_ *Artifact, err error) {
 	r, err := parse(ref)
 	if err != nil {
 		return nil, err
@@ -67,6 +78,11 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
 	}
 	if !isDigest(r) {
 		c.opts.Logger.Info("resolved tag", "ref", ref, "digest", desc.Digest.String())
+		defer func() {
+			if err == nil {
+				c.rememberTag(ref, desc.Digest)
+			}
+		}()
 	} else if want, _ := r.Digest(); desc.Digest != want {
 		return nil, refErr(ref, fmt.Errorf("%w: the registry resolved it to %s", ErrRefused, desc.Digest))
 	}

@@ -30,6 +30,8 @@ type Referrer struct {
 	// MediaType and Data are the referrer's single layer.
 	MediaType string
 	Data      []byte
+
+	manifest []byte // the referrer manifest, as fetched or stored
 }
 
 // referrersRepo returns the repository of ref and the descriptor of the
@@ -139,7 +141,15 @@ func (c *Client) Referrers(ctx context.Context, ref, artifactType string) ([]Ref
 		if at == "" {
 			at = m.Config.MediaType
 		}
-		out = append(out, Referrer{Digest: d.Digest, ArtifactType: at, MediaType: m.Layers[0].MediaType, Data: data})
+		out = append(out, Referrer{Digest: d.Digest, ArtifactType: at, MediaType: m.Layers[0].MediaType, Data: data, manifest: raw})
+	}
+	// Kept for offline use (StoredReferrers, Save). A store that cannot
+	// keep them costs the offline case only: the answer stands.
+	if s := c.opts.Store; s != nil && len(out) > 0 {
+		if err := s.putReferrers(subject.Digest, out); err != nil {
+			c.opts.Logger.Warn("cannot keep signatures in the local store; verifying offline will not find them",
+				"ref", ref, "store", s.Dir(), "error", err.Error())
+		}
 	}
 	return out, subject.Digest, nil
 }

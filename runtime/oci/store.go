@@ -147,7 +147,8 @@ func (s *Store) GC() (int64, error) {
 			freed += b.size
 		}
 	}
-	// Manifests, least recently used first, and what each references.
+	// Manifests, least recently used first, and what each references; a
+	// referrer (a signature) lives and goes with its subject.
 	var manifests []blobFile
 	refs := map[digest.Digest][]digest.Digest{}
 	for _, b := range blobs {
@@ -162,8 +163,13 @@ func (s *Store) GC() (int64, error) {
 		if json.Unmarshal(raw, &m) != nil || m.MediaType != ocispec.MediaTypeImageManifest || len(m.Layers) == 0 {
 			continue
 		}
+		own := append([]digest.Digest{m.Config.Digest}, layerDigests(m)...)
+		if m.Subject != nil {
+			refs[m.Subject.Digest] = append(append(refs[m.Subject.Digest], b.d), own...)
+			continue
+		}
 		manifests = append(manifests, b)
-		refs[b.d] = append([]digest.Digest{m.Config.Digest}, layerDigests(m)...)
+		refs[b.d] = append(refs[b.d], own...)
 	}
 	sort.Slice(manifests, func(i, j int) bool { return manifests[i].used.Before(manifests[j].used) })
 	var total int64
@@ -198,6 +204,7 @@ func (s *Store) GC() (int64, error) {
 			remove(b)
 		}
 	}
+	s.gcMeta(func(d digest.Digest) bool { return live[d] || pinned[d] })
 	return freed, nil
 }
 

@@ -1,0 +1,190 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
+)
+
+const testArtifactType = "application/vnd.example.signature+json"
+
+// ageStore makes everything in the store look written long ago, past
+// the GC's grace for young files.
+func ageStore(t *testing.T, s *Store) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	_ = filepath.Walk(s.Dir(), func(p string, _ os.FileInfo, err error) error {
+		if err == nil {
+			_ = os.Chtimes(p, old, old)
+		}
+		return nil
+	})
+}
+
+// TestStoredReferrers: referrers the registry listed are kept with their
+// subject; with the registry gone they are still listed, checked against
+// their digests; a damaged one is named, not returned; GC keeps them as
+// long as the subject and drops them with it.
+func TestStoredReferrers(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{})
+	ctx := context.Background()
+	s := newStore(t)
+	c := newClient(t, Options{PlainHTTP: true, Store: s})
+	ref := reg.Host + "/p/tiny:v1"
+	d, err := c.Push(ctx, tiny, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Attach(ctx, ref, testArtifactType, testArtifactType, []byte(`{"sig":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _, err := c.Referrers(ctx, ref, testArtifactType); err != nil || len(refs) != 1 {
+		t.Fatalf("online referrers: %v, %v", refs, err)
+	}
+	reg.Server.Close()
+
+	got, err := c.StoredReferrers(d, testArtifactType)
+	if err != nil || len(got) != 1 || string(got[0].Data) != `{"sig":1}` || got[0].ArtifactType != testArtifactType {
+		t.Fatalf("stored referrers: %+v, %v", got, err)
+	}
+	if other, err := c.StoredReferrers(d, "application/other"); err != nil || len(other) != 0 {
+		t.Fatalf("stored referrers of another type: %+v, %v", other, err)
+	}
+
+	ageStore(t, s)
+	if _, err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.StoredReferrers(d, ""); err != nil || len(got) != 1 {
+		t.Fatalf("GC dropped the referrers of a stored artifact: %+v, %v", got, err)
+	}
+
+	// One byte of the signature blob changed on disk.
+	blob := s.path(digest.FromBytes(got[0].Data))
+	if err := os.WriteFile(blob, []byte(`{"sig":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.StoredReferrers(d, "")
+	if len(got) != 0 || !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a damaged referrer: %+v, %v", got, err)
+	}
+
+	// The subject goes (over a cap of one byte): its referrers go too.
+	s.maxBytes = 1
+	ageStore(t, s)
+	if _, err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if left := storeBlobs(t, s); len(left) != 0 {
+		t.Fatalf("blobs left after the subject went: %v", left)
+	}
+	if _, err := os.Stat(s.referrerIndexPath(d)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the referrer index outlived its subject: %v", err)
+	}
+}
+
+// TestLastResolved: a tag pulled (or resolved) with a store is
+// remembered with its digest, and forgotten when the store no longer
+// holds that manifest; a reference by digest is never remembered.
+func TestLastResolved(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{})
+	ctx := context.Background()
+	s := newStore(t)
+	c := newClient(t, Options{PlainHTTP: true, Store: s})
+	ref := reg.Host + "/p/tiny:v1"
+	if _, ok := c.LastResolved(ref); ok {
+		t.Fatal("a tag never resolved is remembered")
+	}
+	v2, _ := metadata.Write(tiny, &metadata.Metadata{Name: "v2"})
+	d1, err := newClient(t, Options{PlainHTTP: true}).Push(ctx, tiny, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pull(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	res, ok := c.LastResolved(ref)
+	if !ok || res.Digest != d1 || res.Ref != ref || res.At.IsZero() {
+		t.Fatalf("after a pull: %+v, %v", res, ok)
+	}
+	// The tag moves; Resolve alone (the poll) records the move, but the
+	// store does not hold the new manifest yet: nothing to fall back to.
+	d2, err := newClient(t, Options{PlainHTTP: true}).Push(ctx, v2, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.Resolve(ctx, ref); err != nil || d != d2 {
+		t.Fatalf("resolve: %s, %v", d, err)
+	}
+	if res, ok := c.LastResolved(ref); ok {
+		t.Fatalf("a resolution the store cannot serve is offered: %+v", res)
+	}
+	if _, err := c.Pull(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	reg.Server.Close()
+	if res, ok := c.LastResolved(ref); !ok || res.Digest != d2 {
+		t.Fatalf("after the move: %+v, %v", res, ok)
+	}
+	// Another client on the same directory, as after a restart.
+	s2, err := OpenStore(s.Dir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, ok := newClient(t, Options{Store: s2}).LastResolved(ref); !ok || res.Digest != d2 {
+		t.Fatalf("after a restart: %+v, %v", res, ok)
+	}
+	if _, ok := newClient(t, Options{Store: s2}).LastResolved(reg.Host + "/p/tiny@" + d2.String()); ok {
+		t.Fatal("a digest reference is remembered as a tag")
+	}
+}
+
+// TestSaveLoadReferrers: save carries an artifact's referrers (the
+// registry's, or the store's when the registry is gone) and load puts
+// them in the store, where they are listed with no registry.
+func TestSaveLoadReferrers(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{})
+	ctx := context.Background()
+	c := newClient(t, Options{PlainHTTP: true, Store: newStore(t)})
+	ref := reg.Host + "/p/tiny:v1"
+	d, err := c.Push(ctx, tiny, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Attach(ctx, ref, testArtifactType, testArtifactType, []byte(`{"sig":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	var bundle bytes.Buffer
+	if _, err := c.Save(ctx, []string{ref}, &bundle); err != nil {
+		t.Fatal(err)
+	}
+	reg.Server.Close()
+	// Saving again with the registry gone takes the store's referrers.
+	var again bytes.Buffer
+	if _, err := c.Save(ctx, []string{reg.Host + "/p/tiny@" + d.String()}, &again); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"online": bundle.Bytes(), "offline": again.Bytes()} {
+		offline := newClient(t, Options{Store: newStore(t)})
+		loaded, err := offline.Load(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(loaded) != 1 || loaded[0].Digest != d || loaded[0].Referrers != 1 {
+			t.Fatalf("%s: loaded %+v", name, loaded)
+		}
+		got, err := offline.StoredReferrers(d, testArtifactType)
+		if err != nil || len(got) != 1 || string(got[0].Data) != `{"sig":1}` {
+			t.Fatalf("%s: stored referrers after load: %+v, %v", name, got, err)
+		}
+	}
+}
