@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wasmprov/wasmprov/runtime/oci"
@@ -64,7 +65,12 @@ func signatureVerifier(c *oci.Client, logger *slog.Logger) registry.Verifier {
 		if err != nil {
 			return err
 		}
-		logger.Info("signature verified", "provider", req.Provider, "digest", req.Digest, "result", fmt.Sprint(res))
+		attrs := []any{"provider", req.Provider, "digest", req.Digest, "matched", strings.Join(res.Matched, ", "),
+			"bundles", res.Bundles, "from", res.Source}
+		if !res.FirstVerified.IsZero() {
+			attrs = append(attrs, "firstVerified", res.FirstVerified.Format(time.RFC3339))
+		}
+		logger.Info("signature verified", attrs...)
 		return nil
 	}
 }

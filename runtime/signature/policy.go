@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -56,9 +59,11 @@ type Policy struct {
 	TransparencyLogEntries int `json:"transparencyLogEntries,omitempty"`
 	CertificateTimestamps  int `json:"certificateTimestamps,omitempty"`
 
-	dir    string
-	root   root.TrustedMaterial
-	parsed bool
+	dir        string
+	root       root.TrustedMaterial
+	rootSHA256 string
+	id         string
+	parsed     bool
 }
 
 // Rule is one accepted signer: a public key or a keyless identity.
@@ -153,11 +158,17 @@ func (p *Policy) Compile() error {
 		if p.TrustedRoot == "" {
 			return errors.New("signature policy: keyless rules need trustedRoot (a Sigstore trusted_root.json)")
 		}
-		tr, err := root.NewTrustedRootFromPath(p.path(p.TrustedRoot))
+		rootJSON, err := os.ReadFile(p.path(p.TrustedRoot))
 		if err != nil {
 			return fmt.Errorf("signature policy: trustedRoot: %w", err)
 		}
+		tr, err := root.NewTrustedRootFromJSON(rootJSON)
+		if err != nil {
+			return fmt.Errorf("signature policy: trustedRoot %s: %w", p.TrustedRoot, err)
+		}
 		p.root = tr
+		sum := sha256.Sum256(rootJSON)
+		p.rootSHA256 = hex.EncodeToString(sum[:])
 		// A certificate lives minutes: it must have been valid at a
 		// trusted time (a TSA's timestamp or a log's integrated time),
 		// never merely now.
@@ -180,9 +191,40 @@ func (p *Policy) Compile() error {
 			}
 		}
 	}
+	p.id = p.identity()
 	p.parsed = true
 	return nil
 }
+
+// identity is what the policy accepts, as a digest: the rules by what
+// they check (a key's digest, not the file it came from; an identity),
+// the counts, and the trusted root's content. Two policies with one
+// identity accept the same bundles; a rotated key or root is another
+// identity, so a verification recorded under the old one is not found.
+func (p *Policy) identity() string {
+	rules := func(rs []Rule) []string {
+		out := make([]string, len(rs))
+		for i := range rs {
+			if rs[i].Keyless != nil {
+				out[i] = rs[i].String()
+			} else {
+				out[i] = "key " + rs[i].keyID
+			}
+		}
+		return out
+	}
+	b, _ := json.Marshal(struct {
+		AnyOf, AllOf          []string
+		MinMatches, TLog, SCT int
+		TrustedRoot           string
+	}{rules(p.AnyOf), rules(p.AllOf), max(p.MinMatches, 1), p.TransparencyLogEntries, p.CertificateTimestamps, p.rootSHA256})
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ID identifies what the policy accepts (see identity); it is set by
+// Compile.
+func (p *Policy) ID() string { return p.id }
 
 func (p *Policy) path(f string) string {
 	if filepath.IsAbs(f) || p.dir == "" {

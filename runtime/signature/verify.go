@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,13 +36,58 @@ type Result struct {
 	Matched []string
 	// Bundles is how many bundles were attached.
 	Bundles int
+	// Source says where the bundles came from: SourceRegistry, or
+	// SourceStore when the local store's satisfied the policy and the
+	// registry was not asked.
+	Source string
+	// FirstVerified is when this policy (by ID) first accepted this
+	// digest with this store, as its verification record says; zero if
+	// there is none.
+	FirstVerified time.Time
 }
 
-// Verify fetches the Sigstore bundles attached to the artifact ref names
-// (referrers API or tag schema) and checks them against p.
+// Where a Result's bundles came from.
+const (
+	SourceRegistry = "registry"
+	SourceStore    = "store"
+)
+
+// String is the result in one line, for logs and the CLI.
+func (r *Result) String() string {
+	return fmt.Sprintf("%s: %s (%d bundle(s), from the %s)", r.Digest, strings.Join(r.Matched, ", "), r.Bundles, r.Source)
+}
+
+// Verify checks the Sigstore bundles attached to the artifact ref names
+// against p. For a reference pinned by digest it first checks the bundles
+// the client's store holds (an earlier verification kept them, or Load
+// brought them) and makes no request if they satisfy p: a provider
+// verified once keeps verifying through a registry outage, a restart and
+// an air gap. Only when they do not does it fetch the referrers (referrers
+// API or tag schema), which the store then keeps.
+//
+// The stored bundles are verified in full every time, against p as it is
+// now — signatures, certificate chains, transparency-log proofs, all
+// offline, as sigstore-go checks a bundle — so a rotated key or trusted
+// root refuses them as it would refuse the registry's. What is recorded
+// (see record) only says what was verified when; it is never a reason to
+// accept.
 func Verify(ctx context.Context, c *oci.Client, ref string, p *Policy) (*Result, error) {
+	if err := p.compiled(); err != nil {
+		return nil, err
+	}
+	var storeErr error
+	if d, pinned := oci.PinnedDigest(ref); pinned && c.Store() != nil {
+		res, err := verifyStored(c, d, p)
+		if err == nil {
+			return res, nil
+		}
+		storeErr = err
+	}
 	refs, d, err := c.Referrers(ctx, ref, BundleMediaType)
 	if err != nil {
+		if storeErr != nil {
+			return nil, fmt.Errorf("%w (and the local store's signatures do not do: %w)", err, storeErr)
+		}
 		return nil, err
 	}
 	bundles := make([][]byte, 0, len(refs))
@@ -54,7 +100,72 @@ func Verify(ctx context.Context, c *oci.Client, ref string, p *Policy) (*Result,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
+	res.Source = SourceRegistry
+	record(c.Store(), p, res)
 	return res, nil
+}
+
+// errNoStored: the store holds no bundle for the digest.
+var errNoStored = errors.New("none is stored")
+
+// verifyStored verifies the bundles the store holds for d.
+func verifyStored(c *oci.Client, d digest.Digest, p *Policy) (*Result, error) {
+	refs, damaged := c.StoredReferrers(d, BundleMediaType)
+	var bundles [][]byte
+	for _, r := range refs {
+		if r.MediaType == BundleMediaType {
+			bundles = append(bundles, r.Data)
+		}
+	}
+	if len(bundles) == 0 {
+		if damaged != nil {
+			return nil, damaged
+		}
+		return nil, errNoStored
+	}
+	res, err := p.VerifyBundles(d, bundles)
+	if err != nil {
+		return nil, errors.Join(err, damaged)
+	}
+	res.Source = SourceStore
+	record(c.Store(), p, res)
+	return res, nil
+}
+
+// verification is the record of a verification, the note
+// "verified-<policy ID>" of the manifest in the store.
+type verification struct {
+	Policy        string    `json:"policy"`
+	Matched       []string  `json:"matched"`
+	FirstVerified time.Time `json:"firstVerified"`
+}
+
+func noteName(p *Policy) string { return "verified-" + strings.ReplaceAll(p.ID(), ":", "-") }
+
+// record notes, in store, that p accepted res.Digest, keeping the time
+// it first did and filling res.FirstVerified. A store that cannot keep
+// it loses only the record.
+func record(store *oci.Store, p *Policy, res *Result) {
+	if store == nil {
+		return
+	}
+	var v verification
+	if b, ok := store.Note(res.Digest, noteName(p)); ok && json.Unmarshal(b, &v) == nil && v.Policy == p.ID() && !v.FirstVerified.IsZero() {
+		res.FirstVerified = v.FirstVerified
+		return
+	}
+	v = verification{Policy: p.ID(), Matched: res.Matched, FirstVerified: time.Now().UTC()}
+	if b, err := json.Marshal(v); err == nil && store.PutNote(res.Digest, noteName(p), b) == nil {
+		res.FirstVerified = v.FirstVerified
+	}
+}
+
+// compiled compiles p if it was built in Go and not compiled yet.
+func (p *Policy) compiled() error {
+	if p.parsed {
+		return nil
+	}
+	return p.Compile()
 }
 
 // Hook returns an oci.Options.Verify that lets Pull return only
@@ -69,10 +180,8 @@ func (p *Policy) Hook() func(ctx context.Context, c *oci.Client, a *oci.Artifact
 // VerifyBundles checks bundles (Sigstore bundle JSON) claimed for the
 // manifest digest d against p, without a registry.
 func (p *Policy) VerifyBundles(d digest.Digest, bundles [][]byte) (*Result, error) {
-	if !p.parsed {
-		if err := p.Compile(); err != nil {
-			return nil, err
-		}
+	if err := p.compiled(); err != nil {
+		return nil, err
 	}
 	if d.Algorithm() != digest.SHA256 || d.Validate() != nil {
 		return nil, fmt.Errorf("%w: %q is not a sha256 digest", ErrPolicy, d)
