@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -30,6 +31,9 @@ type StoredArtifact struct {
 	// LastUsed is when the store last wrote or served the manifest: GC
 	// trims the least recently used first.
 	LastUsed time.Time
+	// Referrers is how many referrers (signatures) of it the store keeps,
+	// for verifying offline.
+	Referrers int
 	// Complete says whether the module and config blobs are in the store
 	// too; an artifact that is not complete is fetched again on a pull.
 	Complete bool
@@ -48,15 +52,23 @@ func (s *Store) List() ([]StoredArtifact, error) {
 		present[b.d] = true
 	}
 	var out []StoredArtifact
+	referrers := map[digest.Digest]int{}
 	for _, b := range blobs {
 		m, ok := s.readManifest(b)
 		if !ok {
+			continue
+		}
+		if m.Subject != nil {
+			referrers[m.Subject.Digest]++ // listed with its subject, not as an artifact
 			continue
 		}
 		a := StoredArtifact{Digest: b.d, Module: m.Layers[0].Digest, Size: m.Layers[0].Size, LastUsed: b.used,
 			Title: m.Annotations[ocispec.AnnotationTitle], Version: m.Annotations[ocispec.AnnotationVersion]}
 		a.Complete = present[m.Config.Digest] && present[a.Module]
 		out = append(out, a)
+	}
+	for i := range out {
+		out[i].Referrers = referrers[out[i].Digest]
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].LastUsed.Equal(out[j].LastUsed) {
@@ -136,4 +148,18 @@ func (s *Store) FindModule(d digest.Digest) ([]StoredArtifact, error) {
 		}
 	}
 	return out, nil
+}
+
+// ParseDigest returns the digest s names: a digest (sha256:…) or a
+// reference pinned to one (registry/repository@sha256:…), as a user
+// copies either from push's or ls's output.
+func ParseDigest(s string) (digest.Digest, error) {
+	if i := strings.LastIndex(s, "@"); i >= 0 {
+		s = s[i+1:]
+	}
+	d := digest.Digest(s)
+	if err := d.Validate(); err != nil {
+		return "", fmt.Errorf("%q is not a digest (sha256:<64 hex digits>): %w", s, err)
+	}
+	return d, nil
 }

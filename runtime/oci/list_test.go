@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/wasmprov/wasmprov/runtime/metadata"
@@ -43,6 +45,14 @@ func TestStoreListRemove(t *testing.T) {
 	}
 	plain := storeModule(t, c, tiny)
 	annotated := storeModule(t, c, named)
+	// A signature kept for the annotated one: counted with it, not listed.
+	sig := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: "application/vnd.dev.sigstore.bundle.v0.3+json",
+		Config: ocispec.DescriptorEmptyJSON, Layers: []ocispec.Descriptor{{MediaType: "application/json", Digest: digest.FromString("{}"), Size: 2}},
+		Subject: &ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: annotated, Size: 1}}
+	raw, _ := json.Marshal(sig)
+	if err := s.Put(digest.FromBytes(raw), raw); err != nil {
+		t.Fatal(err)
+	}
 	old, recent := time.Now().Add(-time.Hour), time.Now().Add(-time.Minute)
 	os.Chtimes(s.path(plain), old, old)
 	os.Chtimes(s.path(annotated), recent, recent)
@@ -55,6 +65,9 @@ func TestStoreListRemove(t *testing.T) {
 		t.Fatalf("List: %d artifacts, want %s then %s", len(list), annotated, plain)
 	}
 	a := list[0]
+	if a.Referrers != 1 || list[1].Referrers != 0 {
+		t.Errorf("referrers counted: %d and %d, want 1 and 0", a.Referrers, list[1].Referrers)
+	}
 	if a.Title != "tiny" || a.Version != "1.2.3" || a.Module != digest.FromBytes(named) || a.Size != int64(len(named)) || !a.Complete {
 		t.Errorf("annotated artifact: title %q version %q module %s size %d complete %t", a.Title, a.Version, a.Module, a.Size, a.Complete)
 	}
@@ -71,6 +84,12 @@ func TestStoreListRemove(t *testing.T) {
 	err = s.Remove(digest.FromBytes(named))
 	if !errors.Is(err, ErrNotManifest) || !strings.Contains(err.Error(), annotated.String()) {
 		t.Errorf("Remove of a module digest: %v; want ErrNotManifest naming %s", err, annotated)
+	}
+	if _, err := ParseDigest("sha256:abc"); err == nil {
+		t.Error("ParseDigest took a short digest")
+	}
+	if d, err := ParseDigest("example.com/p/tiny@" + annotated.String()); err != nil || d != annotated {
+		t.Errorf("ParseDigest of a pinned reference: %s, %v", d, err)
 	}
 	if err := s.Remove(digest.FromString("nothing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Remove of an unknown digest: %v", err)
