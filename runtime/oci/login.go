@@ -105,6 +105,17 @@ func HTTPStatus(err error) (int, string) {
 	return resp.StatusCode, host
 }
 
+// NeedsLogin reports whether err says the registry wants credentials
+// that were not given (none for it in the Docker config) or that it did
+// not accept.
+func NeedsLogin(err error) bool {
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return true
+	}
+	status, _ := HTTPStatus(err)
+	return status == http.StatusUnauthorized
+}
+
 // IsNotFound reports whether err says the registry has no such manifest,
 // blob or repository.
 func IsNotFound(err error) bool {
