@@ -32,3 +32,30 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return err
 }
+
+// stdoutName is the output file name that means standard output, as it
+// does for oras, cosign, tar and curl.
+const stdoutName = "-"
+
+// writeOutput writes b to the file name (atomically: writeFileAtomic),
+// or to stdout for "-".
+func writeOutput(name string, b []byte) error {
+	if name == stdoutName {
+		_, err := stdout.Write(b)
+		return err
+	}
+	return writeFileAtomic(name, b)
+}
+
+// resultWriter is where a command that writes its output to the file
+// name prints its result lines: stderr when the output itself goes to
+// stdout, which must carry nothing else to be piped.
+func resultWriter(name string) io.Writer {
+	if name == stdoutName {
+		return stderr
+	}
+	return stdout
+}
+
+// stdin is what --password-stdin reads; tests replace it.
+var stdin io.Reader = os.Stdin
