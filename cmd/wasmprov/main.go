@@ -42,7 +42,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nRun 'wasmprov COMMAND -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'wasmprov COMMAND -h' for a command's flags, 'wasmprov --version' for the version.\n")
 }
 
 func main() {
@@ -63,6 +63,9 @@ func runMain(ctx context.Context, args []string) int {
 	switch args[0] {
 	case "-h", "-help", "--help":
 		usage(stdout)
+		return 0
+	case "--version", "-version":
+		printVersion()
 		return 0
 	case "help":
 		if len(args) == 1 {
