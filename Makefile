@@ -4,7 +4,7 @@ GO ?= go
 BUILD := build
 export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 
-.PHONY: help all guests c-guests cli providers demo demo-fake \
+.PHONY: help all guests c-guests cli cli-lite providers demo demo-fake \
 	check test test-wasmtime test-realtime vet fmt-check fuzz-smoke fixtures conformance \
 	bench bench-compare bench-smoke kube-binaries e2e e2e-vet \
 	setup modules wabt clean FORCE
@@ -41,6 +41,11 @@ $(BUILD)/guests/c-fake.wasm: examples/c-fake/fake.c examples/c-fake/build.sh
 cli:
 	@mkdir -p $(BUILD)
 	cd cmd/wasmprov && $(GO) build -o $(CURDIR)/$(BUILD)/wasmprov .
+
+## cli-lite: build the CLI without the controller and Kubernetes clients (-tags nokube, stripped) to build/wasmprov-lite
+cli-lite:
+	@mkdir -p $(BUILD)
+	cd cmd/wasmprov && $(GO) build -tags nokube -ldflags='-s -w' -o $(CURDIR)/$(BUILD)/wasmprov-lite .
 
 ## providers: the Hetzner and fake providers as they ship: annotated with their metadata, in build/providers/
 PROVIDER_VERSION ?= 0.1.0
