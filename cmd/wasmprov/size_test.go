@@ -10,8 +10,8 @@ import (
 )
 
 // TestLiteBuild: -tags nokube (make cli-lite) leaves out the controller
-// command and kube.go's clients, the packages that make the full binary
-// three fifths larger than the distribution tools need (see
+// command and kube.go's clients, which make the full binary half again as
+// large as the distribution tools need (the measurements are in
 // docs/DISTRIBUTION.md, "Binary size"). The packages are looked for in both
 // builds, so that the test fails both when a file brings them back into
 // the lite build and when the full build stops having them (then the test
@@ -20,7 +20,7 @@ import (
 // Kubernetes flags saying why.
 func TestLiteBuild(t *testing.T) {
 	heavy := []string{
-		"k8s.io/client-go/kubernetes/fake", // --secret-file: registers every API group, ~23 MB
+		"k8s.io/client-go/kubernetes/fake", // --secret-file: a fake client of every API group, ~23 MB
 		"k8s.io/client-go/tools/clientcmd", // --kubeconfig, the controller
 	}
 	full, lite := goListDeps(t), goListDeps(t, "-tags", "nokube")
