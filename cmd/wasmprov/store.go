@@ -18,8 +18,9 @@ const storeUsage = "usage: wasmprov store ls [--store DIR] [-q]\n" +
 	"       wasmprov store rm [--store DIR] DIGEST...\n\n" +
 	"ls lists the Wasm artifacts of the local content store, most recently used first:\n" +
 	"the manifest digest (what pull, pins and rm take), the module's title and version,\n" +
-	"the module's sha256 (what inspect, annotate and policies show), its size and when\n" +
-	"the store last wrote or served it. -q prints the manifest digests only.\n\n" +
+	"the module's sha256 (what inspect, annotate and policies show), its size, the\n" +
+	"referrers (signatures) kept with it for verifying offline, and when the store\n" +
+	"last wrote or served it. -q prints the manifest digests only.\n\n" +
 	"rm removes manifests (DIGEST, or REPOSITORY@DIGEST); the module and config only\n" +
 	"they referenced go at the next garbage collection of the store (any pull, push\n" +
 	"or load that stores something), once a minute old."
@@ -93,14 +94,14 @@ func runStoreList(args []string) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "MANIFEST DIGEST\tTITLE\tVERSION\tMODULE SHA256\tSIZE\tLAST USED")
+	fmt.Fprintln(w, "MANIFEST DIGEST\tTITLE\tVERSION\tMODULE SHA256\tSIZE\tREFERRERS\tLAST USED")
 	for _, a := range list {
 		size := humanBytes(a.Size)
 		if !a.Complete {
 			size += " (blobs missing: pulled again on use)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Digest, orDash(a.Title), orDash(a.Version), a.Module, size,
-			a.LastUsed.Local().Format("2006-01-02 15:04:05"))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.Digest, orDash(a.Title), orDash(a.Version), a.Module, size,
+			a.Referrers, a.LastUsed.Local().Format("2006-01-02 15:04:05"))
 	}
 	return w.Flush()
 }

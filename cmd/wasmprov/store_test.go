@@ -40,8 +40,9 @@ func TestStoreCommands(t *testing.T) {
 	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "MANIFEST DIGEST") {
 		t.Fatalf("store ls: exit %d\n%s%s", code, out, errOut)
 	}
-	if f := strings.Fields(lines[1]); len(f) < 6 || f[0] != manifest || f[1] != "fake" || f[2] != "0.3.0" || f[3] != module {
-		t.Errorf("store ls line %q; want %s fake 0.3.0 %s", lines[1], manifest, module)
+	// digest, title, version, module, size (number and unit), referrers, date, time
+	if f := strings.Fields(lines[1]); len(f) != 9 || f[0] != manifest || f[1] != "fake" || f[2] != "0.3.0" || f[3] != module || f[6] != "0" {
+		t.Errorf("store ls line %q; want %s fake 0.3.0 %s, a size, 0 referrers and a time", lines[1], manifest, module)
 	}
 	if code, out, _ := runCLI(t, append([]string{"store", "ls", "-q"}, store...)...); code != 0 || out != manifest+"\n" {
 		t.Errorf("store ls -q: %q", out)
