@@ -110,7 +110,7 @@ func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) ([]*Artif
 // but a registry's refusal is.
 func (c *Client) referrersForSave(ctx context.Context, a *Artifact) ([]Referrer, error) {
 	online, _, err := c.Referrers(ctx, a.Ref, "")
-	stored, serr := c.StoredReferrers(a.Digest, "")
+	stored, serr := c.StoredReferrers(a.Ref, "")
 	if serr != nil {
 		c.opts.Logger.Warn("leaving out damaged signatures of the local store", "ref", a.Ref, "error", serr.Error())
 	}
@@ -235,23 +235,27 @@ func (c *Client) Load(r io.Reader) ([]Loaded, error) {
 		}
 		arts, out = append(arts, a), append(out, l)
 	}
+	// Referrers are kept per repository: each goes with the artifacts of
+	// the bundle that are its subject, in the repositories they are named
+	// in.
 	for subject := range referrers {
-		if !slices.ContainsFunc(arts, func(a *Artifact) bool { return a.Digest == subject }) {
-			if _, ok := c.opts.Store.Get(subject, maxManifestSize); !ok {
-				return nil, fmt.Errorf("bundle: %w: referrers of %s, an artifact neither in the bundle nor in the store", ErrRefused, subject)
-			}
+		if !slices.ContainsFunc(out, func(l Loaded) bool { return l.Digest == subject && l.Ref != "" }) {
+			return nil, fmt.Errorf("bundle: %w: referrers of %s, which is not an artifact of the bundle named by a reference", ErrRefused, subject)
 		}
 	}
 	for i, a := range arts {
 		if err := c.store(a); err != nil {
 			return nil, fmt.Errorf("bundle: storing %s: %w", a.Digest, err)
 		}
-		out[i].Referrers = len(referrers[a.Digest])
-	}
-	for subject, rs := range referrers {
-		if err := c.opts.Store.putReferrers(subject, rs); err != nil {
-			return nil, fmt.Errorf("bundle: storing the referrers of %s: %w", subject, err)
+		rs := referrers[a.Digest]
+		if out[i].Ref == "" || len(rs) == 0 {
+			continue
 		}
+		pr, _ := parse(out[i].Ref)
+		if err := c.opts.Store.putReferrers(repositoryOf(pr), a.Digest, rs); err != nil {
+			return nil, fmt.Errorf("bundle: storing the referrers of %s: %w", out[i].Ref, err)
+		}
+		out[i].Referrers = len(rs)
 	}
 	return out, nil
 }

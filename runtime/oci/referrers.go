@@ -146,7 +146,7 @@ func (c *Client) Referrers(ctx context.Context, ref, artifactType string) ([]Ref
 	// Kept for offline use (StoredReferrers, Save). A store that cannot
 	// keep them costs the offline case only: the answer stands.
 	if s := c.opts.Store; s != nil && len(out) > 0 {
-		if err := s.putReferrers(subject.Digest, out); err != nil {
+		if err := s.putReferrers(repositoryOf(repo.Reference), subject.Digest, out); err != nil {
 			c.opts.Logger.Warn("cannot keep signatures in the local store; verifying offline will not find them",
 				"ref", ref, "store", s.Dir(), "error", err.Error())
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry"
 
 	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 )
@@ -22,7 +23,8 @@ import (
 // What the store keeps besides blobs, so that what was learnt online
 // serves offline:
 //
-//	referrers/sha256/<subject>   the referrers of a manifest (signatures)
+//	referrers/sha256/<subject>/<sha256 of the repository>
+//	                             the referrers of a manifest (signatures)
 //	tags/<sha256 of the ref>     the digest a tag last resolved to
 //	notes/sha256/<subject>/<k>   small records about a manifest, e.g. a
 //	                             verification (runtime/signature)
@@ -31,26 +33,33 @@ import (
 // which are verified against their digests when read, and a note or a tag
 // says what was true when it was written, which its reader must weigh.
 
-// referrerIndex is the content of referrers/sha256/<subject>.
+// referrerIndex is the content of referrers/sha256/<subject>/<repo>.
 type referrerIndex struct {
-	Referrers []digest.Digest `json:"referrers"`
+	Repository string          `json:"repository"`
+	Referrers  []digest.Digest `json:"referrers"`
 }
 
 // ErrDamaged: a blob of the store did not match its digest; it was
 // removed.
 var ErrDamaged = errors.New("damaged in the local store")
 
-func (s *Store) referrerIndexPath(subject digest.Digest) string {
-	return filepath.Join(s.dir, "referrers", subject.Algorithm().String(), subject.Encoded())
+// referrerIndexPath is where the referrers of subject in repository
+// (registry/repository) are listed. Referrers are kept per repository,
+// as a registry keeps them: a signature attached in one repository does
+// not sign the same manifest pushed to another, offline either.
+func (s *Store) referrerIndexPath(repository string, subject digest.Digest) string {
+	sum := sha256.Sum256([]byte(repository))
+	return filepath.Join(s.dir, "referrers", subject.Algorithm().String(), subject.Encoded(), hex.EncodeToString(sum[:]))
 }
 
 // putReferrers stores refs (each with the manifest it was fetched as) as
-// referrers of subject, adding to those already stored.
-func (s *Store) putReferrers(subject digest.Digest, refs []Referrer) error {
+// referrers of subject in repository, adding to those already stored.
+func (s *Store) putReferrers(repository string, subject digest.Digest, refs []Referrer) error {
 	if subject.Validate() != nil || subject.Algorithm() != digest.SHA256 {
 		return fmt.Errorf("%w: subject %q is not a sha256 digest", ErrRefused, subject)
 	}
-	idx := s.readReferrerIndex(subject)
+	idx := s.readReferrerIndex(repository, subject)
+	idx.Repository = repository
 	for _, r := range refs {
 		if r.manifest == nil {
 			continue
@@ -72,28 +81,29 @@ func (s *Store) putReferrers(subject digest.Digest, refs []Referrer) error {
 	if err != nil {
 		return err
 	}
-	return cachefile.Write(s.referrerIndexPath(subject), b)
+	return cachefile.Write(s.referrerIndexPath(repository, subject), b)
 }
 
-func (s *Store) readReferrerIndex(subject digest.Digest) referrerIndex {
+func (s *Store) readReferrerIndex(repository string, subject digest.Digest) referrerIndex {
 	var idx referrerIndex
-	b, err := os.ReadFile(s.referrerIndexPath(subject))
-	if err == nil {
-		_ = json.Unmarshal(b, &idx)
+	b, err := os.ReadFile(s.referrerIndexPath(repository, subject))
+	if err == nil && json.Unmarshal(b, &idx) == nil && idx.Repository == repository {
+		return idx
 	}
-	return idx
+	return referrerIndex{}
 }
 
-// storedReferrers returns the referrers of subject of artifactType ("":
-// any) the store holds. A referrer whose manifest or blob is damaged is
-// left out and reported in the error (joined with ErrDamaged); one that
-// is not a referrer of subject is left out silently.
-func (s *Store) storedReferrers(subject digest.Digest, artifactType string) ([]Referrer, error) {
+// storedReferrers returns the referrers of subject in repository of
+// artifactType ("": any) the store holds. A referrer whose manifest or
+// blob is damaged is left out and reported in the error (joined with
+// ErrDamaged); one that is not a referrer of subject is left out
+// silently.
+func (s *Store) storedReferrers(repository string, subject digest.Digest, artifactType string) ([]Referrer, error) {
 	var (
 		out  []Referrer
 		errs []error
 	)
-	for _, d := range s.readReferrerIndex(subject).Referrers {
+	for _, d := range s.readReferrerIndex(repository, subject).Referrers {
 		raw, ok := s.Get(d, maxReferrerSize)
 		if !ok {
 			errs = append(errs, fmt.Errorf("referrer %s: %w", d, ErrDamaged))
@@ -139,16 +149,28 @@ func mustLayer(raw []byte) digest.Digest {
 }
 
 // StoredReferrers returns the referrers of artifactType ("": any) of the
-// manifest subject that the client's store holds: those Referrers fetched
-// before, and those Load brought. No request is made. A damaged one is
-// removed from the store and named in the error (ErrDamaged); the others
-// are returned with it.
-func (c *Client) StoredReferrers(subject digest.Digest, artifactType string) ([]Referrer, error) {
+// manifest ref pins (registry/repository@sha256:…) that the client's
+// store holds for that repository: those Referrers fetched before, and
+// those Load brought. No request is made. A damaged one is removed from
+// the store and named in the error (ErrDamaged); the others are returned
+// with it.
+func (c *Client) StoredReferrers(ref, artifactType string) ([]Referrer, error) {
+	r, err := parse(ref)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("%s: stored referrers are of a manifest by digest (@sha256:…)", ref)
+	}
 	if c.opts.Store == nil {
 		return nil, nil
 	}
-	return c.opts.Store.storedReferrers(subject, artifactType)
+	return c.opts.Store.storedReferrers(repositoryOf(r), d, artifactType)
 }
+
+// repositoryOf names r's repository as referrers are kept under it.
+func repositoryOf(r registry.Reference) string { return r.Registry + "/" + r.Repository }
 
 // Resolution is what a tag last resolved to.
 type Resolution struct {
@@ -259,4 +281,14 @@ func (s *Store) gcMeta(held func(digest.Digest) bool) {
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// RepositoryOf returns the repository ref names (registry/repository),
+// the scope referrers and what is recorded of them are kept in.
+func RepositoryOf(ref string) (string, error) {
+	r, err := parse(ref)
+	if err != nil {
+		return "", err
+	}
+	return repositoryOf(r), nil
 }

@@ -31,7 +31,8 @@ func ageStore(t *testing.T, s *Store) {
 }
 
 // TestStoredReferrers: referrers the registry listed are kept with their
-// subject; with the registry gone they are still listed, checked against
+// subject, for their repository only; with the registry gone they are
+// still listed, checked against
 // their digests; a damaged one is named, not returned; GC keeps them as
 // long as the subject and drops them with it.
 func TestStoredReferrers(t *testing.T) {
@@ -50,13 +51,21 @@ func TestStoredReferrers(t *testing.T) {
 	if refs, _, err := c.Referrers(ctx, ref, testArtifactType); err != nil || len(refs) != 1 {
 		t.Fatalf("online referrers: %v, %v", refs, err)
 	}
+	// The same manifest in another repository, unsigned there.
+	if _, err := c.Push(ctx, tiny, reg.Host+"/q/tiny:v1"); err != nil {
+		t.Fatal(err)
+	}
 	reg.Server.Close()
+	pinnedRef := reg.Host + "/p/tiny@" + d.String()
+	if got, err := c.StoredReferrers(reg.Host+"/q/tiny@"+d.String(), ""); err != nil || len(got) != 0 {
+		t.Fatalf("referrers of one repository offered for another: %+v, %v", got, err)
+	}
 
-	got, err := c.StoredReferrers(d, testArtifactType)
+	got, err := c.StoredReferrers(pinnedRef, testArtifactType)
 	if err != nil || len(got) != 1 || string(got[0].Data) != `{"sig":1}` || got[0].ArtifactType != testArtifactType {
 		t.Fatalf("stored referrers: %+v, %v", got, err)
 	}
-	if other, err := c.StoredReferrers(d, "application/other"); err != nil || len(other) != 0 {
+	if other, err := c.StoredReferrers(pinnedRef, "application/other"); err != nil || len(other) != 0 {
 		t.Fatalf("stored referrers of another type: %+v, %v", other, err)
 	}
 
@@ -64,7 +73,7 @@ func TestStoredReferrers(t *testing.T) {
 	if _, err := s.GC(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := c.StoredReferrers(d, ""); err != nil || len(got) != 1 {
+	if got, err := c.StoredReferrers(pinnedRef, ""); err != nil || len(got) != 1 {
 		t.Fatalf("GC dropped the referrers of a stored artifact: %+v, %v", got, err)
 	}
 
@@ -73,7 +82,7 @@ func TestStoredReferrers(t *testing.T) {
 	if err := os.WriteFile(blob, []byte(`{"sig":2}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err = c.StoredReferrers(d, "")
+	got, err = c.StoredReferrers(pinnedRef, "")
 	if len(got) != 0 || !errors.Is(err, ErrDamaged) {
 		t.Fatalf("a damaged referrer: %+v, %v", got, err)
 	}
@@ -87,7 +96,7 @@ func TestStoredReferrers(t *testing.T) {
 	if left := storeBlobs(t, s); len(left) != 0 {
 		t.Fatalf("blobs left after the subject went: %v", left)
 	}
-	if _, err := os.Stat(s.referrerIndexPath(d)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(s.referrerIndexPath(reg.Host+"/p/tiny", d)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the referrer index outlived its subject: %v", err)
 	}
 }
@@ -182,7 +191,7 @@ func TestSaveLoadReferrers(t *testing.T) {
 		if len(loaded) != 1 || loaded[0].Digest != d || loaded[0].Referrers != 1 {
 			t.Fatalf("%s: loaded %+v", name, loaded)
 		}
-		got, err := offline.StoredReferrers(d, testArtifactType)
+		got, err := offline.StoredReferrers(reg.Host+"/p/tiny@"+d.String(), testArtifactType)
 		if err != nil || len(got) != 1 || string(got[0].Data) != `{"sig":1}` {
 			t.Fatalf("%s: stored referrers after load: %+v, %v", name, got, err)
 		}

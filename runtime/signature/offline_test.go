@@ -78,7 +78,7 @@ func TestVerifyOffline(t *testing.T) {
 	}
 
 	// The stored bundle damaged on disk: refused, and the damage named.
-	refs, err := c.StoredReferrers(f.dA, BundleMediaType)
+	refs, err := c.StoredReferrers(pinned, BundleMediaType)
 	if err != nil || len(refs) != 1 {
 		t.Fatalf("stored bundles: %+v, %v", refs, err)
 	}

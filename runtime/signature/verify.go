@@ -2,6 +2,7 @@ package signature
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -77,7 +78,7 @@ func Verify(ctx context.Context, c *oci.Client, ref string, p *Policy) (*Result,
 	}
 	var storeErr error
 	if d, pinned := oci.PinnedDigest(ref); pinned && c.Store() != nil {
-		res, err := verifyStored(c, d, p)
+		res, err := verifyStored(c, ref, d, p)
 		if err == nil {
 			return res, nil
 		}
@@ -101,16 +102,16 @@ func Verify(ctx context.Context, c *oci.Client, ref string, p *Policy) (*Result,
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	res.Source = SourceRegistry
-	record(c.Store(), p, res)
+	record(c.Store(), ref, p, res)
 	return res, nil
 }
 
 // errNoStored: the store holds no bundle for the digest.
 var errNoStored = errors.New("none is stored")
 
-// verifyStored verifies the bundles the store holds for d.
-func verifyStored(c *oci.Client, d digest.Digest, p *Policy) (*Result, error) {
-	refs, damaged := c.StoredReferrers(d, BundleMediaType)
+// verifyStored verifies the bundles the store holds for ref, pinned to d.
+func verifyStored(c *oci.Client, ref string, d digest.Digest, p *Policy) (*Result, error) {
+	refs, damaged := c.StoredReferrers(ref, BundleMediaType)
 	var bundles [][]byte
 	for _, r := range refs {
 		if r.MediaType == BundleMediaType {
@@ -128,7 +129,7 @@ func verifyStored(c *oci.Client, d digest.Digest, p *Policy) (*Result, error) {
 		return nil, errors.Join(err, damaged)
 	}
 	res.Source = SourceStore
-	record(c.Store(), p, res)
+	record(c.Store(), ref, p, res)
 	return res, nil
 }
 
@@ -136,26 +137,33 @@ func verifyStored(c *oci.Client, d digest.Digest, p *Policy) (*Result, error) {
 // "verified-<policy ID>" of the manifest in the store.
 type verification struct {
 	Policy        string    `json:"policy"`
+	Repository    string    `json:"repository"`
 	Matched       []string  `json:"matched"`
 	FirstVerified time.Time `json:"firstVerified"`
 }
 
-func noteName(p *Policy) string { return "verified-" + strings.ReplaceAll(p.ID(), ":", "-") }
+// noteName names the record of p's verifications in repository.
+func noteName(p *Policy, repository string) string {
+	sum := sha256.Sum256([]byte(p.ID() + "\n" + repository))
+	return "verified-" + hex.EncodeToString(sum[:])
+}
 
-// record notes, in store, that p accepted res.Digest, keeping the time
-// it first did and filling res.FirstVerified. A store that cannot keep
-// it loses only the record.
-func record(store *oci.Store, p *Policy, res *Result) {
-	if store == nil {
+// record notes, in store, that p accepted res.Digest in the repository
+// of ref, keeping the time it first did and filling res.FirstVerified. A
+// store that cannot keep it loses only the record.
+func record(store *oci.Store, ref string, p *Policy, res *Result) {
+	repo, err := oci.RepositoryOf(ref)
+	if store == nil || err != nil {
 		return
 	}
+	name := noteName(p, repo)
 	var v verification
-	if b, ok := store.Note(res.Digest, noteName(p)); ok && json.Unmarshal(b, &v) == nil && v.Policy == p.ID() && !v.FirstVerified.IsZero() {
+	if b, ok := store.Note(res.Digest, name); ok && json.Unmarshal(b, &v) == nil && v.Policy == p.ID() && v.Repository == repo && !v.FirstVerified.IsZero() {
 		res.FirstVerified = v.FirstVerified
 		return
 	}
-	v = verification{Policy: p.ID(), Matched: res.Matched, FirstVerified: time.Now().UTC()}
-	if b, err := json.Marshal(v); err == nil && store.PutNote(res.Digest, noteName(p), b) == nil {
+	v = verification{Policy: p.ID(), Repository: repo, Matched: res.Matched, FirstVerified: time.Now().UTC()}
+	if b, err := json.Marshal(v); err == nil && store.PutNote(res.Digest, name, b) == nil {
 		res.FirstVerified = v.FirstVerified
 	}
 }
