@@ -46,6 +46,7 @@ func (r *Registry) unload(e *entry, why string) {
 	r.pinImages(e, nil)
 	st := &e.st
 	st.mu.Lock()
+	st.removed, st.stale, st.lastErr, st.lastErrAt = true, nil, "", time.Time{}
 	old := e.cur.Swap(nil)
 	if old == nil {
 		st.mu.Unlock()

@@ -1,6 +1,11 @@
 package registry
 
-import "time"
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
 
 // EventKind says what happened to a provider in a Registry.
 type EventKind string
@@ -54,7 +59,8 @@ func (r *Registry) rejectLocked(e *entry, src source, sum string, err error, sta
 // in the log, the entry's stats and an event.
 func (r *Registry) reject(e *entry, name string, src source, sum string, err error, start time.Time) {
 	ev := Event{Kind: EventRejected, Provider: name, Source: sourceOf(e, name, src), SHA256: sum, Err: err, Duration: time.Since(start)}
-	attrs := []any{"provider", name, "source", ev.Source, "error", err}
+	attrs := []any{"provider", name, "source", ev.Source, "error", err.Error()}
+	repeated := false
 	if e != nil {
 		if cur := e.cur.Load(); cur != nil {
 			ev.OldSHA256 = cur.SHA256()
@@ -63,17 +69,33 @@ func (r *Registry) reject(e *entry, name string, src source, sum string, err err
 		st := &e.st
 		st.mu.Lock()
 		st.reloadsFailed++
-		st.lastErr, st.lastErrAt = err.Error(), time.Now()
+		repeated = st.lastErr == err.Error()
+		if !repeated {
+			st.lastErrAt = time.Now()
+		}
+		st.lastErr = err.Error()
 		st.mu.Unlock()
 	}
 	if sum != "" {
 		attrs = append(attrs, "sha256", sum)
 	}
-	if ev.OldSHA256 != "" {
-		r.cfg.logger.Error("provider version rejected; the previous version keeps serving", attrs...)
-	} else {
-		r.cfg.logger.Error("provider version rejected; no version is serving", attrs...)
+	// A failure is logged when it starts; the same failure at every poll
+	// after that is only counted (reloads failed, lastError), else an
+	// outage or an unsigned tag floods the log.
+	level := slog.LevelError
+	ve, isVersion := errors.AsType[*VersionError](err)
+	switch {
+	case repeated:
+		level = slog.LevelDebug
+	case ev.OldSHA256 != "" && isVersion && (ve.Stage == StagePull || ve.Stage == StageVerify):
+		// The registry or a signature, not the module: nothing is lost.
+		level = slog.LevelWarn
 	}
+	msg := "provider version rejected; no version is serving"
+	if ev.OldSHA256 != "" {
+		msg = "provider version rejected; the previous version keeps serving"
+	}
+	r.cfg.logger.Log(context.Background(), level, msg, attrs...)
 	r.emit(ev)
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/wasmprov/wasmprov/runtime"
@@ -101,6 +102,9 @@ type imageState struct {
 	// an image; pinStore the store holding this entry's pins (nil: none).
 	serving  digest.Digest
 	pinStore *oci.Store
+	// resolvedAt is when the image was last resolved (or read, for a
+	// digest), for the staleness of what serves while it cannot be.
+	resolvedAt time.Time
 }
 
 type verifiedArtifact struct {
@@ -114,6 +118,16 @@ type imageInfo struct {
 	pinned string // repository@digest
 	digest string
 	store  *oci.Store // the store of the client that pulled it, if any
+	// stale is set when the tag could not be resolved and the digest it
+	// last resolved to (oci.Client.LastResolved) was taken instead.
+	stale *staleInfo
+}
+
+// staleInfo says why a version is the last known good rather than what
+// its image names now.
+type staleInfo struct {
+	reason string
+	since  time.Time // when the tag was last resolved
 }
 
 // parseImageEntry decodes an image entry strictly, like a policy file:
@@ -210,6 +224,7 @@ func verifiedKey(pinned orasreg.Reference, verify []byte) string {
 // and swap as a file. Its refusals are *VersionError.
 func (r *Registry) pullImage(ctx context.Context, e *entry, img Image, entryPath string) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
 	verr := &VersionError{Provider: e.name, Ref: img.Ref}
+	var stale *staleInfo
 	fail := func(stage Stage, err error) ([]byte, *runtime.Policy, contentKey, imageInfo, error) {
 		verr.Stage, verr.Err = stage, err
 		return nil, nil, contentKey{}, imageInfo{}, verr
@@ -236,11 +251,25 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image, entryPath
 		d = e.img.digest // resolved before: keep it until the image changes
 	default:
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.imagePullTimeout)
+		start := time.Now()
 		d, err = c.Resolve(rctx, img.Ref)
 		cancel()
+		e.st.countPull(err, time.Since(start))
 		if err != nil {
-			return fail(StagePull, fmt.Errorf("%w: resolving the image: %w", ErrPull, err))
+			err = fmt.Errorf("%w: resolving the image: %w", ErrPull, err)
+			last, ok := c.LastResolved(img.Ref)
+			if e.cur.Load() != nil || !ok {
+				// Serving: the version serving is the last known good.
+				return fail(StagePull, err)
+			}
+			// Nothing serving (a start during an outage): the digest the
+			// tag last resolved to, from the store, checked like any.
+			stale = &staleInfo{reason: err.Error(), since: last.At}
+			d = last.Digest
 		}
+	}
+	if stale == nil {
+		e.img.resolvedAt = time.Now()
 	}
 	verr.Digest = d.String()
 	pinned := ref
@@ -249,8 +278,10 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image, entryPath
 		r.pinImages(e, c.Store(), d)
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.imagePullTimeout)
+	start := time.Now()
 	a, err := c.Pull(pctx, pinned.String())
 	cancel()
+	e.st.countPull(err, time.Since(start))
 	if err != nil {
 		return fail(StagePull, fmt.Errorf("%w: pulling the image: %w", ErrPull, err))
 	}
@@ -260,8 +291,11 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image, entryPath
 		vkey := verifiedKey(pinned, img.Verify)
 		i := slices.IndexFunc(e.img.verified, func(v verifiedArtifact) bool { return v.key == vkey })
 		if i < 0 {
-			if err := r.cfg.verifier(ctx, VerifyRequest{Provider: e.name, Ref: img.Ref, Digest: d.String(), Verify: img.Verify, Client: c, Entry: entryPath}); err != nil {
-				return fail(StageVerify, fmt.Errorf("%s: %w: %w", pinned.String(), ErrVerification, err))
+			start := time.Now()
+			err := r.cfg.verifier(ctx, VerifyRequest{Provider: e.name, Ref: img.Ref, Digest: d.String(), Verify: img.Verify, Client: c, Entry: entryPath})
+			e.st.countVerify(err, time.Since(start))
+			if err != nil {
+				return fail(StageVerify, fmt.Errorf("%w: %w", ErrVerification, err))
 			}
 		} else {
 			e.img.verified = slices.Delete(e.img.verified, i, i+1)
@@ -277,7 +311,7 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image, entryPath
 	// reference is not part of it (a tag moved to the same module is no
 	// reload).
 	key := contentKey{module: modSum, policy: sha256.Sum256(policyBytes(img.Policy))}
-	return a.Wasm, img.Policy, key, imageInfo{ref: img.Ref, pinned: pinned.String(), digest: d.String(), store: c.Store()}, nil
+	return a.Wasm, img.Policy, key, imageInfo{ref: img.Ref, pinned: pinned.String(), digest: d.String(), store: c.Store(), stale: stale}, nil
 }
 
 // pinImages pins, in store (the store of the client that pulled e's
@@ -330,9 +364,36 @@ func (wt *watcher) pollImages(t clock.Ticker) {
 			if wt.ctx.Err() != nil {
 				return
 			}
-			_ = r.sync(wt.ctx, e)
+			if r.cfg.clock.Now().UnixNano() < e.retryAt.Load() {
+				continue
+			}
+			r.backOff(e, r.sync(wt.ctx, e))
 		}
 	}
+}
+
+// maxBackoff bounds how many poll intervals a failing image entry waits.
+const maxBackoff = 8
+
+// backOff spaces the polls of an image entry whose pull or verification
+// keeps failing (the registry is down, the tag names an unsigned
+// digest): after n such failures in a row it is tried again after
+// min(2^(n-1), maxBackoff) poll intervals, so that an outage costs the
+// registry (and the log) little; the first success resets it. A version
+// refused after its pull (load, smoke call) needs no backing off: the
+// same content is not tried again anyway.
+func (r *Registry) backOff(e *entry, err error) {
+	ve, ok := errors.AsType[*VersionError](err)
+	if err == nil || !ok || (ve.Stage != StagePull && ve.Stage != StageVerify) {
+		e.failures.Store(0)
+		e.retryAt.Store(0)
+		return
+	}
+	n := e.failures.Add(1)
+	wait := time.Duration(min(int64(1)<<min(n-1, 3), maxBackoff)) * r.cfg.imagePoll
+	// Half an interval early: the poll that is due then must not miss it
+	// by the time it took to get there.
+	e.retryAt.Store(r.cfg.clock.Now().Add(wait - r.cfg.imagePoll/2).UnixNano())
 }
 
 // sourceOf describes where e's versions come from, for events and Status.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -339,7 +340,9 @@ func TestImageTagMovedToBrokenKeepsServing(t *testing.T) {
 	n := rejectedV()
 	for range 3 {
 		from := f.ev.len()
-		f.clock.Step(pollEvery)
+		// The canary backs off (up to 8 intervals): a step of 8 is a
+		// poll that tries every entry.
+		f.clock.Step(8 * pollEvery)
 		f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "gone" && e.Kind == registry.EventRejected })
 	}
 	if m := rejectedV(); m != n {
@@ -373,7 +376,8 @@ func TestImageTagMovedToBrokenKeepsServing(t *testing.T) {
 }
 
 // An unreachable registry at start is an error for that provider alone;
-// the others serve, and the pull is retried at every poll.
+// the others serve, and the pull is retried at the polls, backing off:
+// after two failures in a row, the next poll skips it.
 func TestImageUnreachableRegistry(t *testing.T) {
 	env := newOCIEnv(t)
 	d := env.push(t, fakeGuest(t), "providers/fake:v1")
@@ -414,6 +418,19 @@ func TestImageUnreachableRegistry(t *testing.T) {
 		if ev.Provider != "gone" {
 			t.Fatalf("poll %d: rejected %+v, want the retry of gone", poll+1, ev)
 		}
+	}
+	// Polls 3 and 4: one of them tries again, whichever way the ticks
+	// and the poller interleave; without the back-off both would.
+	from := f.ev.len()
+	f.clock.Step(pollEvery)
+	f.clock.Step(pollEvery)
+	f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "gone" && e.Kind == registry.EventRejected })
+	if st := statusOf(t, f.reg, "gone"); st.ReloadsFailed != 4 || st.PullsFailed != 4 {
+		t.Fatalf("status = %+v, want 4 failed attempts: the start and polls 1, 2 and 3 or 4", st)
+	}
+	// Logged once, at the start; the repeats are counted, not logged.
+	if n := strings.Count(f.logs.String(), "provider version rejected"); n != 1 {
+		t.Fatalf("%d rejections logged, want 1:\n%s", n, f.logs.String())
 	}
 }
 
@@ -602,7 +619,11 @@ func TestImageEntryWatchedAddRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "fake" && e.Kind == registry.EventUnloaded })
-	if st := statusOf(t, f.reg, "fake"); st.Serving || st.Image != "" {
-		t.Fatalf("status = %+v", st)
+	// Removed, it is forgotten once its last version drained.
+	f.waitFor(t, "fake forgotten by Status", func() bool {
+		return !slices.ContainsFunc(f.reg.Status(), func(s registry.Status) bool { return s.Name == "fake" })
+	})
+	if _, err := f.reg.Get("fake"); !errors.Is(err, registry.ErrProviderNotFound) || errors.Is(err, registry.ErrNotServing) {
+		t.Fatalf("Get of a removed provider: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,11 @@ var (
 	ErrSmokeTest = errors.New("smoke call failed")
 	// ErrClosed: the registry was closed.
 	ErrClosed = errors.New("registry is closed")
+	// ErrNotServing: the name is configured (its file, image entry or
+	// registration is there) but no version of it loaded; the error says
+	// why. It wraps ErrProviderNotFound too: to a caller, no provider
+	// answers.
+	ErrNotServing = errors.New("configured but not serving")
 )
 
 // Registry serves providers by name, loaded from directories and from code,
@@ -74,6 +80,11 @@ type entry struct {
 	// isImage: the directory entry is an image entry
 	// ("<name>.provider.yaml"), polled by the watch.
 	isImage atomic.Bool
+	// failures counts the polls in a row that failed, retryAt (unix
+	// nanoseconds of the registry's clock) is the first one that may try
+	// again (backOff).
+	failures atomic.Int64
+	retryAt  atomic.Int64
 
 	st entryStats
 }
@@ -97,6 +108,14 @@ func (r *Registry) Get(name string) (*Handle, error) {
 	e, ok := r.entries[name]
 	r.mu.Unlock()
 	if !ok || e.cur.Load() == nil {
+		if ok {
+			e.st.mu.Lock()
+			why, removed := strings.TrimPrefix(e.st.lastErr, fmt.Sprintf("provider %q: ", name)), e.st.removed
+			e.st.mu.Unlock()
+			if why != "" && !removed {
+				return nil, fmt.Errorf("%w: %w: %q failed to load: %s", ErrProviderNotFound, ErrNotServing, name, why)
+			}
+		}
 		return nil, fmt.Errorf("%w: %q", ErrProviderNotFound, name)
 	}
 	return e.handle, nil

@@ -251,6 +251,15 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		if ve, ok := errors.AsType[*VersionError](err); ok {
 			// A refused artifact says which step refused it already.
 			r.pinImages(e, e.img.pinStore) // not the refused one
+			if ve.Stage == StagePull && ve.Digest == "" && e.cur.Load() != nil {
+				// The tag could not be resolved: what serves is the last
+				// known good until it is.
+				e.st.mu.Lock()
+				if e.st.stale == nil {
+					e.st.stale = &staleInfo{reason: err.Error(), since: e.img.resolvedAt}
+				}
+				e.st.mu.Unlock()
+			}
 			return r.rejectLocked(e, src, ve.ModuleSHA256, err, start)
 		}
 		return r.rejectLocked(e, src, "", fmt.Errorf("reading provider %q: %w", e.name, err), start)
@@ -261,6 +270,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		// the same module from another kind of source.
 		e.st.mu.Lock()
 		e.st.image, e.st.imageDigest = img.ref, img.digest
+		e.st.settled(img.stale)
 		e.st.mu.Unlock()
 		e.img.serving = digest.Digest(img.digest)
 		r.pinImages(e, img.store)
@@ -300,6 +310,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	st.reloadsOK++
 	st.loadedAt = time.Now()
 	st.image, st.imageDigest = img.ref, img.digest
+	st.settled(img.stale)
 	if old != nil {
 		if st.draining == nil {
 			st.draining = map[*runtime.Provider]struct{}{}
@@ -313,6 +324,10 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	attrs := []any{"provider", e.name, "source", ev.Source, "sha256", sum}
 	if img.pinned != "" {
 		attrs = append(attrs, "image", img.ref, "digest", img.digest)
+	}
+	if img.stale != nil {
+		r.cfg.logger.Warn("serving the last known good version: the image's tag cannot be resolved now; it is tried again at every poll",
+			"provider", e.name, "image", img.ref, "digest", img.digest, "resolvedAt", img.stale.since.Format(time.RFC3339), "error", img.stale.reason)
 	}
 	if old != nil {
 		ev.Kind, ev.OldSHA256 = EventReloaded, old.SHA256()

@@ -51,6 +51,7 @@ type Registry struct {
 	// mu guards served, every request served as "METHOD path".
 	mu     sync.Mutex
 	served []string
+	down   bool
 	// CAPool and CAFile (PEM) trust the registry's certificate (TLS only).
 	CAPool *x509.CertPool
 	CAFile string
@@ -85,8 +86,21 @@ func Start(t testing.TB, o Options) *Registry {
 	reg := &Registry{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reg.mu.Lock()
-		reg.served = append(reg.served, r.Method+" "+r.URL.Path)
+		down := reg.down
+		if !down {
+			reg.served = append(reg.served, r.Method+" "+r.URL.Path)
+		}
 		reg.mu.Unlock()
+		if down {
+			// Unreachable: the connection drops without an answer.
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		}
 		proxy.ServeHTTP(w, r)
 	})
 	reg.Server = httptest.NewUnstartedServer(h)
@@ -104,6 +118,18 @@ func Start(t testing.TB, o Options) *Registry {
 	t.Cleanup(reg.Server.Close)
 	reg.Host = strings.TrimPrefix(strings.TrimPrefix(reg.Server.URL, "http://"), "https://")
 	return reg
+}
+
+// SetDown starts (true) or ends (false) an outage the registry comes
+// back from, with its content: while down, every connection is dropped
+// without an answer. (Closing Server is an outage for good.)
+func (r *Registry) SetDown(down bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down = down
+	if down {
+		r.Server.CloseClientConnections() // no request rides an open one
+	}
 }
 
 // Requests counts the requests served.

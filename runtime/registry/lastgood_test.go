@@ -1,0 +1,101 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wasmprov/wasmprov/runtime/registry"
+)
+
+// TestImageLastKnownGood: a tag entry whose registry is down when the
+// registry starts (a restart during an outage) serves the digest the tag
+// last resolved to, from the store, marked stale with the reason; when
+// the registry is back, a poll resolves the tag again, clears the
+// staleness and converges on the tag's current digest, which moved
+// during the outage.
+func TestImageLastKnownGood(t *testing.T) {
+	env := newOCIEnv(t)
+	v1, v2 := guest(t, "v1", ""), guest(t, "v2", "")
+	d1 := env.push(t, v1, "providers/v:stable")
+	dir := t.TempDir()
+	ref := env.reg.Host + "/providers/v:stable"
+	writeFile(t, filepath.Join(dir, "v.provider.yaml"), "image: "+ref+"\n")
+	ctx := context.Background()
+	before := newFixture(t, registry.WithOCIClient(env.client))
+	if err := before.reg.LoadDir(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := before.reg.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d2 := env.push(t, v2, "providers/v:stable")
+	env.reg.SetDown(true)
+
+	// The restart: a new registry, a new client on the same store.
+	f := newFixture(t, registry.WithOCIClient(ociClient(t, env.storeDir)), registry.WithImagePollInterval(pollEvery))
+	precompile(t, f, v2)
+	if err := f.reg.LoadDir(ctx, dir); err != nil {
+		t.Fatalf("LoadDir during an outage, with a last known good: %v", err)
+	}
+	st := statusOf(t, f.reg, "v")
+	if !st.Serving || !st.Stale || st.ImageDigest != d1 || st.SHA256 != sum(v1) ||
+		!strings.Contains(st.StaleReason, "resolving the image") || st.StaleSince.IsZero() {
+		t.Fatalf("status = %+v, want v1 (%s) serving, stale", st, d1)
+	}
+	h, err := f.reg.Get("v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := version(ctx, h, nil); err != nil || v != "v1" {
+		t.Fatalf("stale version answers %q, %v", v, err)
+	}
+	if !strings.Contains(f.logs.String(), "serving the last known good version") {
+		t.Fatalf("staleness not logged:\n%s", f.logs.String())
+	}
+	if err := f.reg.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Still down: the poll fails, v1 serves, still stale.
+	from := f.ev.len()
+	f.clock.Step(pollEvery)
+	f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
+	if st := statusOf(t, f.reg, "v"); !st.Serving || !st.Stale || st.LastError == "" {
+		t.Fatalf("status during the outage = %+v", st)
+	}
+
+	env.reg.SetDown(false)
+	f.clock.Step(8 * pollEvery) // past any back-off
+	waitServing(t, f, "v", sum(v2))
+	if st := statusOf(t, f.reg, "v"); st.Stale || st.ImageDigest != d2 || st.LastError != "" || st.StaleReason != "" {
+		t.Fatalf("status after the outage = %+v, want v2 (%s), not stale, no error standing", st, d2)
+	}
+}
+
+// TestImageNoLastKnownGood: with nothing resolved before, an outage at
+// start leaves the name configured but not serving, and Get says so,
+// with the reason, distinctly from a name nobody configured.
+func TestImageNoLastKnownGood(t *testing.T) {
+	env := newOCIEnv(t)
+	env.push(t, guest(t, "v1", ""), "providers/v:stable")
+	env.reg.SetDown(true)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "v.provider.yaml"), "image: "+env.reg.Host+"/providers/v:stable\n")
+	f := newFixture(t, registry.WithOCIClient(env.client))
+	if err := f.reg.LoadDir(context.Background(), dir); err == nil {
+		t.Fatal("LoadDir with the registry down and nothing resolved before succeeded")
+	}
+	_, err := f.reg.Get("v")
+	if !errors.Is(err, registry.ErrNotServing) || !errors.Is(err, registry.ErrProviderNotFound) ||
+		!strings.Contains(err.Error(), "resolving the image") || strings.Count(err.Error(), `"v"`) != 1 {
+		t.Fatalf("Get of a configured provider that failed to load: %v", err)
+	}
+	if _, err := f.reg.Get("nobody"); !errors.Is(err, registry.ErrProviderNotFound) || errors.Is(err, registry.ErrNotServing) {
+		t.Fatalf("Get of an unknown name: %v", err)
+	}
+	if st := statusOf(t, f.reg, "v"); st.Serving || st.Stale || st.LastError == "" {
+		t.Fatalf("status = %+v", st)
+	}
+}
