@@ -429,10 +429,20 @@ func runLoad(ctx context.Context, args []string) error {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	for _, l := range loaded {
-		if l.Ref != "" {
-			fmt.Fprintln(stdout, l.Ref)
-		} else {
-			fmt.Fprintln(stdout, l.Digest)
+		name := l.Ref
+		if name == "" {
+			name = l.Digest.String()
+		}
+		fmt.Fprintln(stdout, name)
+		// stdout stays a list of references; what came with each, for
+		// the operator, goes to stderr.
+		switch l.Referrers {
+		case 0:
+			fmt.Fprintf(stderr, "%s: no signature in the bundle (an entry with a verify block will refuse it offline)\n", name)
+		case 1:
+			fmt.Fprintf(stderr, "%s: 1 signature loaded, for verifying offline\n", name)
+		default:
+			fmt.Fprintf(stderr, "%s: %d signatures loaded, for verifying offline\n", name, l.Referrers)
 		}
 	}
 	return nil

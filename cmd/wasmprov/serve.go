@@ -51,9 +51,10 @@ func runServe(ctx context.Context, args []string) error {
 			"Loads every provider in DIR, reloads them when their files change, and serves\n"+
 			"  /metrics  Prometheus metrics\n"+
 			"  /healthz  200 while the process runs\n"+
-			"  /readyz   200 once the directory is loaded and watched, with the providers' status\n"+
+			"  /readyz   200 once the directory is loaded and watched and every provider in it serves\n"+
+			"            (503 naming those that do not; stale ones serve their last known good)\n"+
 			"  GET  /v1/providers                  the providers' status\n"+
-			"  POST /v1/providers/NAME/METHOD      call a method; body {\"machine\": {...}, \"spec\": {...}, \"userdata\": \"\", \"newUID\": \"\"}\n"+
+			"  POST /v1/providers/NAME/METHOD      call a method (404: no such provider; 503: it failed to load); body {\"machine\": {...}, \"spec\": {...}, \"userdata\": \"\", \"newUID\": \"\"}\n"+
 			"                                      (SetMetricsForMachines: {\"machines\": {\"items\": [...]}}; /metrics then shows what\n"+
 			"                                      the provider reported, as wasmprov_guest_NAME_*)\n"+
 			"  POST /v1/providers/NAME/reload      reload one provider now\n\n")
@@ -142,6 +143,30 @@ func runServe(ctx context.Context, args []string) error {
 	return httpSrv.Shutdown(sctx)
 }
 
+// writeReadiness answers /readyz: ready (200) once the directory is
+// loaded and watched and while every provider it configures serves a
+// version; a provider that serves nothing (it failed to load, and had
+// no last known good) makes it 503, named in notServing. A stale
+// provider — the last known good, its registry unreachable — serves,
+// so it is ready, and is named in stale.
+func writeReadiness(w http.ResponseWriter, loaded bool, status []registry.Status) {
+	notServing, stale := []string{}, []string{}
+	for _, st := range status {
+		switch {
+		case !st.Serving && st.Draining == 0:
+			notServing = append(notServing, st.Name)
+		case st.Stale:
+			stale = append(stale, st.Name)
+		}
+	}
+	ready := loaded && len(notServing) == 0
+	code := http.StatusOK
+	if !ready {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"ready": ready, "loaded": loaded, "notServing": notServing, "stale": stale, "providers": status})
+}
+
 // newLogger returns a slog logger writing text or JSON to w.
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
@@ -179,11 +204,7 @@ func (s *server) handler() http.Handler {
 		io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		code := http.StatusOK
-		if !s.ready.Load() {
-			code = http.StatusServiceUnavailable
-		}
-		writeJSON(w, code, map[string]any{"ready": s.ready.Load(), "providers": s.reg.Status()})
+		writeReadiness(w, s.ready.Load(), s.reg.Status())
 	})
 	mux.HandleFunc("GET /v1/providers", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.reg.Status())
@@ -236,7 +257,14 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	h, err := s.reg.Get(name)
 	if err != nil {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": err.Error()})
+		// Configured but failed to load is the server's trouble, for now
+		// (503, with the reason); a name nobody configured is the
+		// caller's (404).
+		code := http.StatusNotFound
+		if errors.Is(err, registry.ErrNotServing) {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, map[string]any{"error": err.Error()})
 		return
 	}
 	ctx := r.Context()

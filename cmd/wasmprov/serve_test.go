@@ -151,7 +151,7 @@ func TestServe(t *testing.T) {
 		`wasmprov_provider_calls_total{method="Validate",provider="fake"} 2`,
 		`wasmprov_provider_call_errors_total{class="transient",method="Validate",provider="fake"} 1`,
 		`wasmprov_provider_reloads_total{provider="broken",result="failed"} 1`,
-		`wasmprov_provider_info{provider="fake",sha256="`,
+		`wasmprov_provider_info{image="",manifest_digest="",module_sha256="`,
 		"# HELP wasmprov_guest_metered_machines Machines the host handed over.\n# TYPE wasmprov_guest_metered_machines gauge\nwasmprov_guest_metered_machines 2\n",
 		`wasmprov_guest_metered_machine_up{machine="m1"} 1`,
 		`wasmprov_guest_metered_machine_up{machine="m2"} 1`,

@@ -40,6 +40,11 @@ const (
 	Draining                = "wasmprov_provider_draining_versions"
 	Serving                 = "wasmprov_provider_serving"
 	Info                    = "wasmprov_provider_info"
+	Stale                   = "wasmprov_provider_stale"
+	ImagePullsTotal         = "wasmprov_provider_image_pulls_total"
+	ImagePullSeconds        = "wasmprov_provider_image_pull_seconds_total"
+	VerificationsTotal      = "wasmprov_provider_image_verifications_total"
+	VerificationSeconds     = "wasmprov_provider_image_verification_seconds_total"
 )
 
 // DefaultBuckets suit provider calls: tens of microseconds for a local
@@ -56,6 +61,7 @@ type Collector struct {
 	reg atomic.Pointer[registry.Registry]
 
 	poolSize, instances, inUse, created, discarded, reloads, draining, serving, info *prometheus.Desc
+	stale, pulls, pullSeconds, verifications, verifySeconds                          *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -95,7 +101,15 @@ func New(opts ...Option) *Collector {
 		reloads:   prometheus.NewDesc(ReloadsTotal, "Version loads (the first one included), by result: ok or failed (rejected; the previous version kept serving).", []string{"provider", "result"}, nil),
 		draining:  prometheus.NewDesc(Draining, "Replaced or removed versions still finishing calls.", p, nil),
 		serving:   prometheus.NewDesc(Serving, "1 if a version of the provider is serving, 0 if it was removed or never loaded.", p, nil),
-		info:      prometheus.NewDesc(Info, "The serving version: its module's sha256 and where it came from.", []string{"provider", "sha256", "source"}, nil),
+		info: prometheus.NewDesc(Info, "The serving version: its module's sha256, where it came from and, from an image, the image as written and the manifest digest it resolved to.",
+			[]string{"provider", "module_sha256", "source", "image", "manifest_digest"}, nil),
+		stale: prometheus.NewDesc(Stale, "1 while the serving version is the last known good rather than what its image names now (the registry cannot be reached).", p, nil),
+		pulls: prometheus.NewDesc(ImagePullsTotal, "Image tag resolutions and artifact pulls (from the store or the registry), by result: ok or failed.",
+			[]string{"provider", "result"}, nil),
+		pullSeconds: prometheus.NewDesc(ImagePullSeconds, "Time spent resolving and pulling images.", p, nil),
+		verifications: prometheus.NewDesc(VerificationsTotal, "Signature verifications of pulled artifacts, by result: ok or failed.",
+			[]string{"provider", "result"}, nil),
+		verifySeconds: prometheus.NewDesc(VerificationSeconds, "Time spent verifying signatures.", p, nil),
 	}
 }
 
@@ -128,7 +142,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.errors.Describe(ch)
 	c.duration.Describe(ch)
 	c.retries.Describe(ch)
-	for _, d := range []*prometheus.Desc{c.poolSize, c.instances, c.inUse, c.created, c.discarded, c.reloads, c.draining, c.serving, c.info} {
+	for _, d := range []*prometheus.Desc{c.poolSize, c.instances, c.inUse, c.created, c.discarded, c.reloads, c.draining, c.serving, c.info,
+		c.stale, c.pulls, c.pullSeconds, c.verifications, c.verifySeconds} {
 		ch <- d
 	}
 }
@@ -154,11 +169,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.reloads, counter, float64(s.ReloadsOK), n, "ok")
 		ch <- prometheus.MustNewConstMetric(c.reloads, counter, float64(s.ReloadsFailed), n, "failed")
 		ch <- prometheus.MustNewConstMetric(c.draining, gauge, float64(s.Draining), n)
-		serving := 0.0
+		serving, stale := 0.0, 0.0
 		if s.Serving {
 			serving = 1
-			ch <- prometheus.MustNewConstMetric(c.info, gauge, 1, n, s.SHA256, s.Source)
+			ch <- prometheus.MustNewConstMetric(c.info, gauge, 1, n, s.SHA256, s.Source, s.Image, s.ImageDigest)
+		}
+		if s.Stale {
+			stale = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.serving, gauge, serving, n)
+		ch <- prometheus.MustNewConstMetric(c.stale, gauge, stale, n)
+		if s.Image != "" || s.PullsOK+s.PullsFailed > 0 {
+			ch <- prometheus.MustNewConstMetric(c.pulls, counter, float64(s.PullsOK), n, "ok")
+			ch <- prometheus.MustNewConstMetric(c.pulls, counter, float64(s.PullsFailed), n, "failed")
+			ch <- prometheus.MustNewConstMetric(c.pullSeconds, counter, s.PullSeconds, n)
+			ch <- prometheus.MustNewConstMetric(c.verifications, counter, float64(s.VerificationsOK), n, "ok")
+			ch <- prometheus.MustNewConstMetric(c.verifications, counter, float64(s.VerificationsFailed), n, "failed")
+			ch <- prometheus.MustNewConstMetric(c.verifySeconds, counter, s.VerifySeconds, n)
+		}
 	}
 }

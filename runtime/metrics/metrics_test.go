@@ -148,25 +148,26 @@ func TestCollector(t *testing.T) {
 
 	got := gather(t, pr)
 	want := map[string]float64{
-		`wasmprov_provider_calls_total{method=MachineMetricsLabels,provider=p}`:                3,
-		`wasmprov_provider_call_duration_seconds{method=MachineMetricsLabels,provider=p}`:      3,
-		`wasmprov_provider_calls_total{method=Get,provider=p}`:                                 1,
-		`wasmprov_provider_call_errors_total{class=terminal,method=Get,provider=p}`:            1,
-		`wasmprov_provider_call_errors_total{class=trap,method=AddDefaults,provider=panics}`:   1,
-		`wasmprov_provider_call_errors_total{class=timeout,method=AddDefaults,provider=hangs}`: 1,
-		`wasmprov_provider_call_retries_total{method=Get,provider=p}`:                          1,
-		`wasmprov_provider_reloads_total{provider=p,result=ok}`:                                2,
-		`wasmprov_provider_reloads_total{provider=p,result=failed}`:                            1,
-		`wasmprov_provider_pool_size{provider=p}`:                                              3,
-		`wasmprov_provider_pool_in_use{provider=p}`:                                            0,
-		`wasmprov_provider_draining_versions{provider=p}`:                                      0,
-		`wasmprov_provider_serving{provider=p}`:                                                1,
-		`wasmprov_provider_instances_discarded_total{provider=panics}`:                         1,
-		`wasmprov_provider_instances_discarded_total{provider=hangs}`:                          1,
-		fmt.Sprintf(`wasmprov_provider_info{provider=p,sha256=%s,source=code}`, h.SHA256()):    1,
-		`wasmprov_provider_calls_total{method=AddDefaults,provider=hangs}`:                     1,
-		`wasmprov_provider_instances_created_total{provider=p}`:                                2, // one per version
-		`wasmprov_provider_pool_instances{provider=p}`:                                         1,
+		`wasmprov_provider_calls_total{method=MachineMetricsLabels,provider=p}`:                                            3,
+		`wasmprov_provider_call_duration_seconds{method=MachineMetricsLabels,provider=p}`:                                  3,
+		`wasmprov_provider_calls_total{method=Get,provider=p}`:                                                             1,
+		`wasmprov_provider_call_errors_total{class=terminal,method=Get,provider=p}`:                                        1,
+		`wasmprov_provider_call_errors_total{class=trap,method=AddDefaults,provider=panics}`:                               1,
+		`wasmprov_provider_call_errors_total{class=timeout,method=AddDefaults,provider=hangs}`:                             1,
+		`wasmprov_provider_call_retries_total{method=Get,provider=p}`:                                                      1,
+		`wasmprov_provider_reloads_total{provider=p,result=ok}`:                                                            2,
+		`wasmprov_provider_reloads_total{provider=p,result=failed}`:                                                        1,
+		`wasmprov_provider_pool_size{provider=p}`:                                                                          3,
+		`wasmprov_provider_pool_in_use{provider=p}`:                                                                        0,
+		`wasmprov_provider_draining_versions{provider=p}`:                                                                  0,
+		`wasmprov_provider_serving{provider=p}`:                                                                            1,
+		`wasmprov_provider_instances_discarded_total{provider=panics}`:                                                     1,
+		`wasmprov_provider_instances_discarded_total{provider=hangs}`:                                                      1,
+		fmt.Sprintf(`wasmprov_provider_info{image=,manifest_digest=,module_sha256=%s,provider=p,source=code}`, h.SHA256()): 1,
+		`wasmprov_provider_stale{provider=p}`:                                                                              0,
+		`wasmprov_provider_calls_total{method=AddDefaults,provider=hangs}`:                                                 1,
+		`wasmprov_provider_instances_created_total{provider=p}`:                                                            2, // one per version
+		`wasmprov_provider_pool_instances{provider=p}`:                                                                     1,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -184,7 +185,7 @@ func TestCollector(t *testing.T) {
 	// Only the serving version has an info sample.
 	n := 0
 	for k := range got {
-		if strings.HasPrefix(k, "wasmprov_provider_info{provider=p,") {
+		if strings.HasPrefix(k, "wasmprov_provider_info{") && strings.Contains(k, ",provider=p,") {
 			n++
 		}
 	}
