@@ -44,18 +44,9 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 // own files.
 func signatureVerifier(c *oci.Client, logger *slog.Logger) registry.Verifier {
 	return func(ctx context.Context, req registry.VerifyRequest) error {
-		dir := ""
-		if req.Entry != "" {
-			dir = filepath.Dir(req.Entry)
-		}
-		p, err := signature.ParsePolicy(req.Verify, dir)
+		p, err := signaturePolicy(req.Verify, req.Entry)
 		if err != nil {
-			return fmt.Errorf("provider %s: verify: %w", req.Provider, err)
-		}
-		if req.Entry == "" {
-			if err := inlineOnly(p); err != nil {
-				return fmt.Errorf("provider %s: verify: %w", req.Provider, err)
-			}
+			return fmt.Errorf("verify: %w", err)
 		}
 		client := req.Client
 		if client == nil {
@@ -73,6 +64,27 @@ func signatureVerifier(c *oci.Client, logger *slog.Logger) registry.Verifier {
 		logger.Info("signature verified", attrs...)
 		return nil
 	}
+}
+
+// signaturePolicy parses the verify block of the image entry at entry
+// ("" for one given by code, which must name no file). It is the
+// registry's WithVerifyCheck, so a block that can never verify is an
+// invalid entry as soon as it is read.
+func signaturePolicy(verify []byte, entry string) (*signature.Policy, error) {
+	dir := ""
+	if entry != "" {
+		dir = filepath.Dir(entry)
+	}
+	p, err := signature.ParsePolicy(verify, dir)
+	if err != nil {
+		return nil, err
+	}
+	if entry == "" {
+		if err := inlineOnly(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // inlineOnly refuses a signature policy that names files.

@@ -96,7 +96,10 @@ func TestServe(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
-	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, `"ready": true`) || !strings.Contains(body, `"name": "fake"`) {
+	// The broken module is configured and serves nothing: not ready, and
+	// it is named; the others serve all the same.
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, `"ready": false`) ||
+		!strings.Contains(body, `"notServing": [`+"\n"+`    "broken"`) || !strings.Contains(body, `"name": "fake"`) {
 		t.Fatalf("/readyz: %d %s", code, body)
 	}
 
@@ -115,6 +118,9 @@ func TestServe(t *testing.T) {
 	}
 	if code, _ = post("/v1/providers/nope/Validate", machine); code != 404 {
 		t.Fatalf("unknown provider: %d", code)
+	}
+	if code, out = post("/v1/providers/broken/Validate", machine); code != 503 || !strings.Contains(fmt.Sprint(out["error"]), "not a valid WebAssembly module") {
+		t.Fatalf("configured provider that failed to load: %d %v", code, out)
 	}
 	if code, _ = post("/v1/providers/fake/Teleport", machine); code != 400 {
 		t.Fatalf("unknown method: %d", code)

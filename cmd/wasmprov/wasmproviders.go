@@ -170,7 +170,11 @@ func (c *ociClients) registryOptions(f *imageFlags, logger *slog.Logger) ([]regi
 		return nil, err
 	}
 	return []registry.Option{registry.WithOCIClient(own), registry.WithImagePollInterval(f.poll),
-		registry.WithImagePullTimeout(f.pullTimeout), registry.WithVerifier(signatureVerifier(own, logger))}, nil
+		registry.WithImagePullTimeout(f.pullTimeout), registry.WithVerifier(signatureVerifier(own, logger)),
+		registry.WithVerifyCheck(func(verify json.RawMessage, entry string) error {
+			_, err := signaturePolicy(verify, entry)
+			return err
+		})}, nil
 }
 
 // wasmProviderReconciler builds the WasmProvider reconciler of `wasmprov

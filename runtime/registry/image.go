@@ -237,6 +237,11 @@ func (r *Registry) pullImage(ctx context.Context, e *entry, img Image, entryPath
 	if img.Verify != nil && r.cfg.verifier == nil {
 		return fail(StageVerify, ErrNoVerifier)
 	}
+	if img.Verify != nil && r.cfg.verifyCheck != nil {
+		if err := r.cfg.verifyCheck(img.Verify, entryPath); err != nil {
+			return fail(StageVerify, fmt.Errorf("%w: verify: %w", ErrInvalidImage, err))
+		}
+	}
 	c := img.Client
 	if c == nil {
 		c = r.cfg.oci

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,39 @@ func TestImageNoLastKnownGood(t *testing.T) {
 	}
 	if st := statusOf(t, f.reg, "v"); st.Serving || st.Stale || st.LastError == "" {
 		t.Fatalf("status = %+v", st)
+	}
+}
+
+// TestImageVerifyBlockCheckedAtParse: a verify block the check refuses is
+// an invalid entry, said before anything is pulled: no request reaches
+// the registry and the verifier is never asked.
+func TestImageVerifyBlockCheckedAtParse(t *testing.T) {
+	env := newOCIEnv(t)
+	env.push(t, guest(t, "v1", ""), "providers/v:stable")
+	dir := t.TempDir()
+	entry := filepath.Join(dir, "v.provider.yaml")
+	writeFile(t, entry, "image: "+env.reg.Host+"/providers/v:stable\nverify: {key: cosign.pub}\n")
+	asked := 0
+	var checked []string
+	f := newFixture(t, registry.WithOCIClient(env.client),
+		registry.WithVerifier(func(context.Context, registry.VerifyRequest) error { asked++; return nil }),
+		registry.WithVerifyCheck(func(verify json.RawMessage, path string) error {
+			checked = append(checked, path)
+			if strings.Contains(string(verify), `"key"`) {
+				return errors.New(`unknown field "key"`)
+			}
+			return nil
+		}))
+	before := env.reg.Requests()
+	err := f.reg.LoadDir(context.Background(), dir)
+	ve := versionErr(t, err, registry.StageVerify)
+	if !errors.Is(ve, registry.ErrInvalidImage) || !strings.Contains(err.Error(), `verify: unknown field "key"`) {
+		t.Fatalf("LoadDir = %v, want an invalid entry naming the field", err)
+	}
+	if n := env.reg.Requests() - before; n != 0 || asked != 0 {
+		t.Fatalf("%d registry requests and %d verifications for an invalid entry", n, asked)
+	}
+	if len(checked) != 1 || checked[0] != entry {
+		t.Fatalf("checked %q, want the entry's path", checked)
 	}
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/json"
 	"log/slog"
 	"os"
 	"time"
@@ -26,6 +27,7 @@ type config struct {
 
 	oci              *oci.Client
 	verifier         Verifier
+	verifyCheck      func(json.RawMessage, string) error
 	imagePoll        time.Duration
 	imagePullTimeout time.Duration
 }
@@ -101,6 +103,17 @@ func WithOCIClient(c *oci.Client) Option { return func(cfg *config) { cfg.oci = 
 // when the entry has a verify block. Without one, such an entry is refused
 // (ErrNoVerifier): never served unverified.
 func WithVerifier(v Verifier) Option { return func(c *config) { c.verifier = v } }
+
+// WithVerifyCheck installs the check of a verify block as it is read —
+// an image entry parsed, an Image registered — before anything is pulled:
+// a block the Verifier could never accept (a misspelt field, a missing
+// key file) is then an invalid entry (ErrInvalidImage), said at once,
+// not a verification that fails after every pull. entry is the image
+// entry's path ("" for an Image registered by code), for file names
+// relative to it.
+func WithVerifyCheck(check func(verify json.RawMessage, entry string) error) Option {
+	return func(c *config) { c.verifyCheck = check }
+}
 
 // WithImagePollInterval sets how often the watch reads image entries
 // again (default 1m): a tag with pullPolicy Always is resolved again, a
