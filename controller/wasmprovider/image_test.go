@@ -3,6 +3,7 @@ package wasmprovider_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -221,5 +222,41 @@ func TestImageTagPollAndPins(t *testing.T) {
 	testwait.For(t, "the deleted WasmProvider's revisions unpinned", func() (bool, string) {
 		got, ok := pins.get("wasmprovider/fake")
 		return ok && len(got) == 0, fmt.Sprintf("pinned %q (set: %t)", got, ok)
+	})
+}
+
+// A tag whose registry is down when its WasmProvider is reconciled (a
+// controller restarting during an outage) serves what the tag last
+// resolved to with this store: Ready, with Pulled False and Degraded True
+// for the reason Stale; when the registry is back, a poll resolves the
+// tag again and the staleness clears.
+func TestImageTagStale(t *testing.T) {
+	e := newEnv(t, envOpts{leader: true})
+	_, d1 := e.pushVersion(t, "v1")
+	tag := e.oci.Host + "/providers/fake:stable"
+	ctx := context.Background()
+	if _, err := e.push.Push(ctx, version(t, "v1"), tag); err != nil {
+		t.Fatal(err)
+	}
+	// What an earlier controller process left in the store.
+	earlier, err := oci.New(oci.Options{Store: e.store, PlainHTTP: true, DockerConfig: filepath.Join(t.TempDir(), "none.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := earlier.Pull(ctx, tag); err != nil {
+		t.Fatal(err)
+	}
+	e.oci.SetDown(true)
+	e.wps.create(imageWP("fake", "fake", tag), time.Now())
+	e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(serving(wp, d1), ready(wp),
+			cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionFalse, wasmprovv1alpha1.ReasonStale),
+			cond(wp, wasmprovv1alpha1.ConditionDegraded, metav1.ConditionTrue, wasmprovv1alpha1.ReasonStale))
+	})
+	e.oci.SetDown(false)
+	e.waitWP(t, "fake", func(wp *wasmprovv1alpha1.WasmProvider) string {
+		return all(serving(wp, d1), ready(wp),
+			cond(wp, wasmprovv1alpha1.ConditionPulled, metav1.ConditionTrue, wasmprovv1alpha1.ReasonPulled),
+			cond(wp, wasmprovv1alpha1.ConditionDegraded, metav1.ConditionFalse, wasmprovv1alpha1.ReasonUpToDate))
 	})
 }

@@ -79,6 +79,17 @@ func (r *Reconciler) servesSHA(cp, sha string) bool {
 	return false
 }
 
+// staleness is why the version serving cp is the last known good, or ""
+// if it is what its source names now.
+func (r *Reconciler) staleness(cp string) string {
+	for _, s := range r.opts.Loader.Status() {
+		if s.Name == cp && s.Stale {
+			return s.StaleReason
+		}
+	}
+	return ""
+}
+
 // ociClient returns the OCI client for an image source, made again only
 // when its pull Secret's content changed.
 func (r *Reconciler) ociClient(ctx context.Context, st *state, img *wasmprovv1alpha1.ImageSource) (*oci.Client, error) {

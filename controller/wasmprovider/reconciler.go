@@ -288,5 +288,8 @@ func (r *Reconciler) reconcile(ctx context.Context, name string) (string, error)
 	loadErr := r.load(ctx, wp, st)
 	o := outcome{now: now, err: loadErr, ref: sourceRef(&wp.Spec.Source), verify: wp.Spec.Verify != nil && len(wp.Spec.Verify.Raw) > 0}
 	o.serving = r.serving(cp, st, wp, loadErr == nil)
+	if o.serving != nil {
+		o.stale = r.staleness(cp)
+	}
 	return r.finish(ctx, wp, st, o)
 }

@@ -31,6 +31,9 @@ type outcome struct {
 	verify bool
 	// serving is this WasmProvider's version serving, if any.
 	serving *wasmprovv1alpha1.Revision
+	// stale, when set, is why serving is the last known good rather than
+	// what the spec's tag names now (registry.Status.StaleReason).
+	stale string
 }
 
 // maxMessage bounds condition, rejection and Event messages.
@@ -76,6 +79,9 @@ func classify(err error) refused {
 		// directory, or code): a claim lost, like one to another
 		// WasmProvider.
 		out.reason = wasmprovv1alpha1.ReasonConflict
+	case errors.Is(err, registry.ErrInvalidImage):
+		// Refused as it was read, before anything was fetched.
+		out.reason = wasmprovv1alpha1.ReasonInvalidSpec
 	case errors.As(err, &ve):
 		out.stage, out.digest, out.sha = ve.Stage, ve.Digest, ve.ModuleSHA256
 		if ve.Digest == "" && ve.ModuleSHA256 != "" {
@@ -150,6 +156,10 @@ func desiredStatus(wp *wasmprovv1alpha1.WasmProvider, o outcome) wasmprovv1alpha
 		rf = classify(o.err)
 	}
 	switch {
+	case o.err == nil && o.stale != "" && o.serving != nil:
+		set(wasmprovv1alpha1.ConditionPulled, metav1.ConditionFalse, wasmprovv1alpha1.ReasonStale,
+			o.stale+"; serving "+o.serving.Digest+", what the tag last resolved to, from the local store")
+		verified()
 	case o.err == nil:
 		msg := "fetched " + o.ref
 		if o.serving != nil {
@@ -188,6 +198,9 @@ func desiredStatus(wp *wasmprovv1alpha1.WasmProvider, o outcome) wasmprovv1alpha
 		st.Revisions = addRevision(st.Revisions, *o.serving, int(wp.Spec.RevisionHistoryLimit))
 	}
 	switch {
+	case o.err == nil && o.serving != nil && o.stale != "":
+		set(wasmprovv1alpha1.ConditionDegraded, metav1.ConditionTrue, wasmprovv1alpha1.ReasonStale,
+			"the last known good "+o.serving.Digest+" serves; the tag cannot be resolved now: "+o.stale)
 	case o.err == nil && o.serving != nil:
 		set(wasmprovv1alpha1.ConditionDegraded, metav1.ConditionFalse, wasmprovv1alpha1.ReasonUpToDate, "the spec's version serves")
 	case o.err == nil:

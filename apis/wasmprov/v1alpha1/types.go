@@ -176,6 +176,10 @@ const (
 	ReasonPreviousServing = "PreviousVersionServing"
 	ReasonNothingServing  = "NothingServing"
 	ReasonNotLoaded       = "NotLoaded"
+	// ReasonStale: the tag could not be resolved (the registry is
+	// unreachable), and what serves is the digest it last resolved to,
+	// from the local store.
+	ReasonStale = "Stale"
 )
 
 // WasmProviderStatus is what the controller observed. Only the leader
