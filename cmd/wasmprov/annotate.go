@@ -22,7 +22,7 @@ func init() {
 func runAnnotate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("annotate", flag.ContinueOnError)
 	var (
-		out          = fs.String("o", "", "write the annotated module to `FILE` (required; may be the input)")
+		out          = fs.String("o", "", "write the annotated module to `FILE` (required; may be the input; - for stdout)")
 		caps         = fs.String("capabilities", "", "comma-separated capability names (default: what the module declares)")
 		hosts, env   listFlag
 		md           metadata.Metadata
@@ -130,10 +130,10 @@ func runAnnotate(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
-	if err := writeFileAtomic(*out, annotated); err != nil {
+	if err := writeOutput(*out, annotated); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %s %s, %d bytes, sha256 %s\n", *out, result.Name, result.Version, len(annotated), sha256Hex(annotated))
+	fmt.Fprintf(resultWriter(*out), "%s: %s %s, %d bytes, sha256 %s\n", *out, result.Name, result.Version, len(annotated), sha256Hex(annotated))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/internal/testing/testguest"
 	"github.com/wasmprov/wasmprov/internal/testing/testregistry"
+	"github.com/wasmprov/wasmprov/runtime/metadata"
 )
 
 // TestOCICommands: annotate, push, digest, pull by tag and by digest, and
@@ -104,6 +105,15 @@ func TestOutputToStdout(t *testing.T) {
 	os.WriteFile(bundle, []byte(out), 0o644)
 	if code, out, errOut := runCLI(t, "load", bundle, "--store", filepath.Join(dir, "offline")); code != 0 || strings.TrimSpace(out) != pinned {
 		t.Fatalf("load of the bundle save wrote to stdout: exit %d, %q\n%s", code, out, errOut)
+	}
+	// annotate: the module on stdout, its summary on stderr. Both flags
+	// given: nothing to compile.
+	code, out, errOut = runCLI(t, "annotate", fake, "--name", "fake", "--version", "9.9.9", "--abi-version", "1", "--capabilities", "", "-o", "-")
+	if code != 0 || !strings.Contains(errOut, "fake 9.9.9") {
+		t.Fatalf("annotate -o -: exit %d, %d bytes on stdout, stderr %q", code, len(out), errOut)
+	}
+	if md, err := metadata.Read([]byte(out)); err != nil || md == nil || md.Version != "9.9.9" {
+		t.Fatalf("annotate -o -: stdout is not the annotated module: %+v, %v", md, err)
 	}
 }
 
