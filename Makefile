@@ -176,6 +176,7 @@ vet:
 	$(GO) vet ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./abi/... ./guests/... ./examples/...
 	@set -e; for m in $(HOST_MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
+	cd cmd/wasmprov && $(GO) vet -tags nokube .
 	@set -e; for m in $(EXAMPLE_MODULES); do (cd $$m && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...); done
 
 ## fmt-check: fail if a tracked Go file needs gofmt
