@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -94,8 +95,12 @@ func (c *Client) Pull(ctx context.Context, ref string) (_ *Artifact, err error) 
 	if err := c.verify(ctx, a); err != nil {
 		return nil, refErr(ref, err)
 	}
+	// Verified, it serves whether or not the store can keep it (a full
+	// disk): refusing it would lose a good artifact for a cache's sake.
+	// What is lost is the next offline start; that is said.
 	if err := c.store(a); err != nil {
-		return nil, refErr(ref, fmt.Errorf("storing: %w", err))
+		c.opts.Logger.Warn("cannot keep the artifact in the local store; it is returned, but a pull by digest will need the registry",
+			"ref", a.Ref, "store", c.opts.Store.Dir(), "error", err.Error())
 	}
 	return a, nil
 }
@@ -134,10 +139,15 @@ func (c *Client) fetch(ctx context.Context, repo *remote.Repository, r registry.
 	if err != nil {
 		return nil, fmt.Errorf("fetching the config: %w", err)
 	}
+	// A module is megabytes: a line before and after, so a slow registry
+	// shows as a slow fetch, not as silence.
+	start := time.Now()
+	c.opts.Logger.Info("fetching module", "ref", r.String(), "digest", layer.Digest.String(), "bytes", layer.Size)
 	wasm, err := fetchVerified(ctx, repo.Blobs(), layer)
 	if err != nil {
 		return nil, fmt.Errorf("fetching the module: %w", err)
 	}
+	c.opts.Logger.Info("fetched module", "ref", r.String(), "digest", layer.Digest.String(), "took", time.Since(start).Round(time.Millisecond).String())
 	if err := checkModule(wasm); err != nil {
 		return nil, err
 	}
@@ -258,8 +268,8 @@ func (c *Client) Push(ctx context.Context, wasm []byte, ref string) (digest.Dige
 		return "", refErr(ref, fmt.Errorf("pushing the manifest: %w", err))
 	}
 	a := &Artifact{Digest: mdesc.Digest, LayerDigest: layer.Digest, Wasm: wasm, manifest: manifest, config: cfg}
-	if err := c.store(a); err != nil {
-		return "", refErr(ref, fmt.Errorf("storing: %w", err))
+	if err := c.store(a); err != nil { // pushed all the same
+		c.opts.Logger.Warn("cannot keep the pushed artifact in the local store", "ref", ref, "store", c.opts.Store.Dir(), "error", err.Error())
 	}
 	return mdesc.Digest, nil
 }

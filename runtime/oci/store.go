@@ -30,6 +30,17 @@ type Store struct {
 
 	mu   sync.Mutex
 	pins map[string][]digest.Digest // by owner
+
+	// writeFile writes a file of the store whole or not at all; a test
+	// replaces it to fill the disk.
+	writeFile func(path string, b []byte) error
+}
+
+func (s *Store) write(path string, b []byte) error {
+	if s.writeFile != nil {
+		return s.writeFile(path, b)
+	}
+	return cachefile.Write(path, b)
 }
 
 // DefaultStoreBytes is the size a store is trimmed to when none is given.
@@ -123,7 +134,7 @@ func (s *Store) Put(d digest.Digest, b []byte) error {
 	if got := digest.FromBytes(b); got != d {
 		return fmt.Errorf("%w: content has digest %s, not %s", ErrRefused, got, d)
 	}
-	return cachefile.Write(s.path(d), b)
+	return s.write(s.path(d), b)
 }
 
 type blobFile struct {

@@ -16,8 +16,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry"
-
-	"github.com/wasmprov/wasmprov/runtime/internal/cachefile"
 )
 
 // What the store keeps besides blobs, so that what was learnt online
@@ -81,7 +79,7 @@ func (s *Store) putReferrers(repository string, subject digest.Digest, refs []Re
 	if err != nil {
 		return err
 	}
-	return cachefile.Write(s.referrerIndexPath(repository, subject), b)
+	return s.write(s.referrerIndexPath(repository, subject), b)
 }
 
 func (s *Store) readReferrerIndex(repository string, subject digest.Digest) referrerIndex {
@@ -190,7 +188,7 @@ func (s *Store) rememberTag(ref string, d digest.Digest) error {
 	if err != nil {
 		return err
 	}
-	return cachefile.Write(s.tagPath(ref), b)
+	return s.write(s.tagPath(ref), b)
 }
 
 // LastResolved returns what the tag ref resolved to when it was last
@@ -233,7 +231,7 @@ func (s *Store) PutNote(subject digest.Digest, name string, b []byte) error {
 	if err != nil {
 		return err
 	}
-	return cachefile.Write(p, b)
+	return s.write(p, b)
 }
 
 // Note returns the note name of subject, if there is one.

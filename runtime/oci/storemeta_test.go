@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,6 +196,129 @@ func TestSaveLoadReferrers(t *testing.T) {
 		got, err := offline.StoredReferrers(reg.Host+"/p/tiny@"+d.String(), testArtifactType)
 		if err != nil || len(got) != 1 || string(got[0].Data) != `{"sig":1}` {
 			t.Fatalf("%s: stored referrers after load: %+v, %v", name, got, err)
+		}
+	}
+}
+
+// TestStoreDiskFull: a store that cannot write (a full disk) loses the
+// offline case only: a verified pull still returns its artifact, the
+// referrers the registry listed are still returned, and both say, in
+// the log, what could not be kept; once the disk has room, the next pull
+// keeps it.
+func TestStoreDiskFull(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{})
+	ctx := context.Background()
+	ref := reg.Host + "/p/tiny:v1"
+	push := newClient(t, Options{PlainHTTP: true})
+	d, err := push.Push(ctx, tiny, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := push.Attach(ctx, ref, testArtifactType, testArtifactType, []byte(`{"sig":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t)
+	s.writeFile = func(string, []byte) error { return syscall.ENOSPC }
+	var logs bytes.Buffer
+	c := newClient(t, Options{PlainHTTP: true, Store: s, Logger: logTo(&logs)})
+	a, err := c.Pull(ctx, ref)
+	if err != nil || a.Digest != d {
+		t.Fatalf("pull with a full store: %v", err)
+	}
+	if refs, _, err := c.Referrers(ctx, ref, testArtifactType); err != nil || len(refs) != 1 {
+		t.Fatalf("referrers with a full store: %v, %v", refs, err)
+	}
+	for _, want := range []string{"cannot keep the artifact in the local store", "cannot keep signatures in the local store", "no space left on device"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if left := storeBlobs(t, s); len(left) != 0 {
+		t.Fatalf("a full store holds %v", left)
+	}
+	if _, ok := c.LastResolved(ref); ok {
+		t.Fatal("a resolution the store could not keep is offered")
+	}
+	s.writeFile = nil
+	if _, err := c.Pull(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	reg.Server.Close()
+	if _, err := c.Pull(ctx, reg.Host+"/p/tiny@"+d.String()); err != nil {
+		t.Fatalf("offline pull once the disk had room: %v", err)
+	}
+}
+
+// TestStoreSharedByTwoClients: two processes' clients (two Store values
+// on one directory, as two serve processes sharing --store) pulling,
+// listing referrers and collecting at once leave a store both can pull
+// from and verify with offline.
+func TestStoreSharedByTwoClients(t *testing.T) {
+	reg := testregistry.Start(t, testregistry.Options{})
+	ctx := context.Background()
+	push := newClient(t, Options{PlainHTTP: true})
+	var refs []string
+	for i := range 4 {
+		wasm, _ := metadata.Write(tiny, &metadata.Metadata{Name: "m" + string(rune('a'+i))})
+		ref := reg.Host + "/p/m:" + string(rune('a'+i))
+		if _, err := push.Push(ctx, wasm, ref); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := push.Attach(ctx, ref, testArtifactType, testArtifactType, []byte(ref)); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, ref)
+	}
+	dir := t.TempDir()
+	var clients []*Client
+	for range 2 {
+		s, err := OpenStore(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, newClient(t, Options{PlainHTTP: true, Store: s}))
+	}
+	errs := make(chan error, 2*len(refs))
+	for _, c := range clients {
+		go func() {
+			for range 3 {
+				for _, ref := range refs {
+					if _, err := c.Pull(ctx, ref); err != nil {
+						errs <- err
+						return
+					}
+					if _, _, err := c.Referrers(ctx, ref, testArtifactType); err != nil {
+						errs <- err
+						return
+					}
+					if _, err := c.Store().GC(); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg.Server.Close()
+	for i, c := range clients {
+		for _, ref := range refs {
+			res, ok := c.LastResolved(ref)
+			if !ok {
+				t.Fatalf("client %d: %s not remembered", i, ref)
+			}
+			pinned := ref[:strings.LastIndex(ref, ":")] + "@" + res.Digest.String()
+			if _, err := c.Pull(ctx, pinned); err != nil {
+				t.Fatalf("client %d: offline pull: %v", i, err)
+			}
+			if got, err := c.StoredReferrers(pinned, testArtifactType); err != nil || len(got) != 1 || string(got[0].Data) != ref {
+				t.Fatalf("client %d: stored referrers of %s: %+v, %v", i, ref, got, err)
+			}
 		}
 	}
 }
