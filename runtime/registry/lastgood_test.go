@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wasmprov/wasmprov/runtime/registry"
@@ -132,5 +133,60 @@ func TestImageVerifyBlockCheckedAtParse(t *testing.T) {
 	}
 	if len(checked) != 1 || checked[0] != entry {
 		t.Fatalf("checked %q, want the entry's path", checked)
+	}
+}
+
+// TestImageUnsignedTagWarnsOnce: the promotion mistake — a watched tag
+// moved to a digest that is not signed yet — is logged once, at WARN
+// (the previous version serves: nothing is lost), counted at every
+// retry, retried with back-off, and served once it is signed.
+func TestImageUnsignedTagWarnsOnce(t *testing.T) {
+	env := newOCIEnv(t)
+	v1, v2 := guest(t, "v1", ""), guest(t, "v2", "")
+	d1 := env.push(t, v1, "providers/v:stable")
+	var mu sync.Mutex
+	signed := map[string]bool{d1: true}
+	verifier := func(_ context.Context, req registry.VerifyRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !signed[req.Digest] {
+			return errors.New("not signed: no Sigstore bundle is attached to " + req.Digest)
+		}
+		return nil
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "v.provider.yaml"), "image: "+env.reg.Host+"/providers/v:stable\nverify: {anyOf: [{publicKeyFile: k.pub}]}\n")
+	f := newFixture(t, registry.WithOCIClient(env.client), registry.WithVerifier(verifier), registry.WithImagePollInterval(pollEvery))
+	ctx := context.Background()
+	if err := f.reg.LoadDir(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	precompile(t, f, v2)
+	d2 := env.push(t, v2, "providers/v:stable")
+	for range 3 {
+		from := f.ev.len()
+		f.clock.Step(8 * pollEvery)
+		_, ev := f.ev.wait(t, from, func(e registry.Event) bool { return e.Provider == "v" && e.Kind == registry.EventRejected })
+		if !errors.Is(ev.Err, registry.ErrVerification) || ev.OldSHA256 != sum(v1) {
+			t.Fatalf("rejected = %+v, want a verification failure with v1 serving", ev)
+		}
+	}
+	logs := f.logs.String()
+	if n := strings.Count(logs, `msg="provider version rejected`); n != 1 || !strings.Contains(logs, `level=WARN msg="provider version rejected; the previous version keeps serving"`) {
+		t.Fatalf("%d rejection lines, want 1 at WARN:\n%s", n, logs)
+	}
+	if st := statusOf(t, f.reg, "v"); st.VerificationsFailed != 3 || st.ReloadsFailed != 3 || !strings.Contains(st.LastError, d2) || st.Stale {
+		t.Fatalf("status = %+v", st)
+	}
+	mu.Lock()
+	signed[d2] = true
+	mu.Unlock()
+	f.clock.Step(8 * pollEvery)
+	waitServing(t, f, "v", sum(v2))
+	if st := statusOf(t, f.reg, "v"); st.LastError != "" || st.ImageDigest != d2 {
+		t.Fatalf("status once signed = %+v", st)
 	}
 }

@@ -286,6 +286,10 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		}
 		return e.rejectedErr
 	}
+	// Compiling a large module takes seconds the first time (the
+	// compilation cache makes it instant after): say so before, and the
+	// "serving" line after says how long it took.
+	r.cfg.logger.Info("loading provider version", "provider", e.name, "sha256", sum, "bytes", len(wasm))
 	p, err := r.prepare(ctx, e, wasm, policy, sum)
 	if err != nil {
 		if ve, ok := errors.AsType[*VersionError](err); ok {
@@ -321,7 +325,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	e.img.serving = digest.Digest(img.digest)
 	r.pinImages(e, img.store)
 	ev := Event{Kind: EventLoaded, Provider: e.name, Source: sourceOf(e, e.name, src), SHA256: sum, Image: img.pinned, Duration: time.Since(start)}
-	attrs := []any{"provider", e.name, "source", ev.Source, "sha256", sum}
+	attrs := []any{"provider", e.name, "source", ev.Source, "sha256", sum, "took", ev.Duration.Round(time.Microsecond).String()}
 	if img.pinned != "" {
 		attrs = append(attrs, "image", img.ref, "digest", img.digest)
 	}
@@ -331,7 +335,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	}
 	if old != nil {
 		ev.Kind, ev.OldSHA256 = EventReloaded, old.SHA256()
-		r.cfg.logger.Info("provider reloaded", append(attrs, "previous", old.SHA256(), "took", ev.Duration.Round(time.Microsecond))...)
+		r.cfg.logger.Info("provider reloaded", append(attrs, "previous", old.SHA256())...)
 		r.retire(e, old)
 	} else {
 		r.cfg.logger.Info("provider serving", attrs...)
