@@ -146,6 +146,12 @@ func TestServeVerifiedOffline(t *testing.T) {
 	if !strings.Contains(online.logs.String(), `"from":"registry"`) {
 		t.Fatalf("the first verification did not go to the registry:\n%s", online.logs)
 	}
+	// The long steps show: the fetch of the module and the load.
+	for _, want := range []string{`"msg":"fetching module"`, `"msg":"fetched module"`, `"msg":"loading provider version"`, `"msg":"provider serving"`, `"took":`} {
+		if !strings.Contains(online.logs.String(), want) {
+			t.Errorf("serve's log lacks %s", want)
+		}
+	}
 	online.stop()
 
 	reg.SetDown(true)
@@ -199,6 +205,9 @@ func TestServeVerifiedOffline(t *testing.T) {
 	st := damaged.provider(t, "fake")
 	if st["serving"] != false || !strings.Contains(st["lastError"].(string), "damaged in the local store") {
 		t.Fatalf("a damaged stored signature: %v", st)
+	}
+	if n := strings.Count(st["lastError"].(string), pinned); n != 1 {
+		t.Errorf("the error names the reference %d times, want once: %s", n, st["lastError"])
 	}
 	if code, body := damaged.get(t, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"notServing": [`+"\n"+`    "fake"`) {
 		t.Fatalf("/readyz with a provider not serving: %d %s", code, body)
