@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 
@@ -44,7 +43,7 @@ func hintFor(err error, args []string) string {
 		if host == "" {
 			host = registryOf(args)
 		}
-		if isLoopback(host) {
+		if oci.Loopback(host) {
 			return fmt.Sprintf("the registry at %s speaks plain HTTP: add --plain-http (allowed for loopback registries only)", host)
 		}
 		return fmt.Sprintf("the registry at %s speaks plain HTTP, which wasmprov allows for loopback registries only (--plain-http): serve it over TLS", host)
@@ -99,18 +98,4 @@ func registryOf(args []string) string {
 		}
 	}
 	return ""
-}
-
-// isLoopback says whether host (host or host:port) is a loopback address,
-// as the client decides whether --plain-http is allowed.
-func isLoopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

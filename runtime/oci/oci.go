@@ -204,6 +204,10 @@ func (c *Client) repository(r registry.Reference) (*remote.Repository, error) {
 	return repo, nil
 }
 
+// Loopback says whether host (host or host:port) is a loopback address:
+// the only registries PlainHTTP may reach.
+func Loopback(hostport string) bool { return loopback(hostport) }
+
 // loopback says whether host (host or host:port) is a loopback address.
 func loopback(hostport string) bool {
 	host := hostport
