@@ -85,7 +85,7 @@ func runGenMCAdapter(_ context.Context, args []string) error {
 	module := fs.String("module", "", "the module's default path at run time (default /opt/machine-controller/wasm/NAME.wasm)")
 	engine := fs.String("engine", string(runtime.EngineWazero), "the engine compiled into the file: wazero, or wasmtime (needs -tags wasmtime in machine-controller's build)")
 	boilerplate := fs.String("boilerplate", "", "a license header file to put first, e.g. machine-controller's hack/boilerplate/boilerplate.go.txt (YEAR in it becomes the current year)")
-	out := fs.String("o", "", "output file (default: stdout)")
+	out := fs.String("o", "", "output file (default, or -: stdout)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func runGenMCAdapter(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *out == "" {
+	if *out == "" || *out == stdoutName {
 		_, err := stdout.Write(src)
 		return err
 	}

@@ -115,6 +115,13 @@ func TestOutputToStdout(t *testing.T) {
 	if md, err := metadata.Read([]byte(out)); err != nil || md == nil || md.Version != "9.9.9" {
 		t.Fatalf("annotate -o -: stdout is not the annotated module: %+v, %v", md, err)
 	}
+	code, out, errOut = runCLI(t, "gen", "machine-controller-adapter", "--provider", "acme-wasm", "--module", "/srv/acme.wasm", "-o", "-")
+	if code != 0 || !strings.Contains(out, "package acmewasm\n") {
+		t.Fatalf("gen -o -: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "-")); err == nil {
+		t.Fatal(`-o - wrote a file named "-"`)
+	}
 }
 
 // TestReferenceNeedsTagOrDigest: a reference with neither a tag nor a
