@@ -51,6 +51,7 @@ type Event struct {
 }
 
 func (r *Registry) rejectLocked(e *entry, src source, sum string, err error, start time.Time) error {
+	r.backOff(e, err)
 	r.reject(e, e.name, src, sum, err, start)
 	return err
 }

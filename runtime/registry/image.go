@@ -372,7 +372,7 @@ func (wt *watcher) pollImages(t clock.Ticker) {
 			if r.cfg.clock.Now().UnixNano() < e.retryAt.Load() {
 				continue
 			}
-			r.backOff(e, r.sync(wt.ctx, e))
+			_ = r.sync(wt.ctx, e) // it backs off (backOff) as it reports
 		}
 	}
 }
@@ -386,7 +386,9 @@ const maxBackoff = 8
 // min(2^(n-1), maxBackoff) poll intervals, so that an outage costs the
 // registry (and the log) little; the first success resets it. A version
 // refused after its pull (load, smoke call) needs no backing off: the
-// same content is not tried again anyway.
+// same content is not tried again anyway. sync calls it before it
+// reports the outcome (an event), so that whoever saw the event and then
+// moves the clock sees the back-off it set. e.loadMu is held.
 func (r *Registry) backOff(e *entry, err error) {
 	ve, ok := errors.AsType[*VersionError](err)
 	if err == nil || !ok || (ve.Stage != StagePull && ve.Stage != StageVerify) {

@@ -274,9 +274,11 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		e.st.mu.Unlock()
 		e.img.serving = digest.Digest(img.digest)
 		r.pinImages(e, img.store)
+		r.backOff(e, nil)
 		return nil
 	}
 	if key == e.rejectedKey {
+		r.backOff(e, e.rejectedErr) // a refused module: no back-off
 		r.pinImages(e, e.img.pinStore)
 		if ve, ok := errors.AsType[*VersionError](e.rejectedErr); ok && (ve.Ref != img.ref || ve.Digest != img.digest) {
 			// The same refused content under another reference.
@@ -324,6 +326,7 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	st.mu.Unlock()
 	e.img.serving = digest.Digest(img.digest)
 	r.pinImages(e, img.store)
+	r.backOff(e, nil)
 	ev := Event{Kind: EventLoaded, Provider: e.name, Source: sourceOf(e, e.name, src), SHA256: sum, Image: img.pinned, Duration: time.Since(start)}
 	attrs := []any{"provider", e.name, "source", ev.Source, "sha256", sum, "took", ev.Duration.Round(time.Microsecond).String()}
 	if img.pinned != "" {
