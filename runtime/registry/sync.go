@@ -251,30 +251,14 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 		if ve, ok := errors.AsType[*VersionError](err); ok {
 			// A refused artifact says which step refused it already.
 			r.pinImages(e, e.img.pinStore) // not the refused one
-			if ve.Stage == StagePull && ve.Digest == "" && e.cur.Load() != nil {
-				// The tag could not be resolved: what serves is the last
-				// known good until it is.
-				e.st.mu.Lock()
-				if e.st.stale == nil {
-					e.st.stale = &staleInfo{reason: err.Error(), since: e.img.resolvedAt}
-				}
-				e.st.mu.Unlock()
-			}
+			r.staleOnUnresolved(e, ve)
 			return r.rejectLocked(e, src, ve.ModuleSHA256, err, start)
 		}
 		return r.rejectLocked(e, src, "", fmt.Errorf("reading provider %q: %w", e.name, err), start)
 	}
 	sum := key.moduleSHA256()
 	if key == e.key && e.cur.Load() != nil {
-		// The same version under another reference, a tag re-resolved, or
-		// the same module from another kind of source.
-		e.st.mu.Lock()
-		e.st.image, e.st.imageDigest = img.ref, img.digest
-		e.st.settled(img.stale)
-		e.st.mu.Unlock()
-		e.img.serving = digest.Digest(img.digest)
-		r.pinImages(e, img.store)
-		r.backOff(e, nil)
+		r.confirm(e, img)
 		return nil
 	}
 	if key == e.rejectedKey {
@@ -345,6 +329,33 @@ func (r *Registry) sync(ctx context.Context, e *entry) error {
 	}
 	r.emit(ev)
 	return nil
+}
+
+// confirm records that the version serving is what e's source names
+// now: the same version under another reference, a tag re-resolved, or
+// the same module from another kind of source. e.loadMu is held.
+func (r *Registry) confirm(e *entry, img imageInfo) {
+	e.st.mu.Lock()
+	e.st.image, e.st.imageDigest = img.ref, img.digest
+	e.st.settled(img.stale)
+	e.st.mu.Unlock()
+	e.img.serving = digest.Digest(img.digest)
+	r.pinImages(e, img.store)
+	r.backOff(e, nil)
+}
+
+// staleOnUnresolved marks the version serving e stale when ve says its
+// tag could not be resolved: it is the last known good until the tag
+// resolves again. e.loadMu is held.
+func (r *Registry) staleOnUnresolved(e *entry, ve *VersionError) {
+	if ve.Stage != StagePull || ve.Digest != "" || e.cur.Load() == nil {
+		return
+	}
+	e.st.mu.Lock()
+	if e.st.stale == nil {
+		e.st.stale = &staleInfo{reason: ve.Error(), since: e.img.resolvedAt}
+	}
+	e.st.mu.Unlock()
 }
 
 // imageEntryStays says whether e is an image entry whose file is still
