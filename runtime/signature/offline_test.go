@@ -43,11 +43,26 @@ func TestVerifyOffline(t *testing.T) {
 		t.Fatalf("online: %+v, %v", res, err)
 	}
 	first := res.FirstVerified
-	var bundle bytes.Buffer
+	var bundle, unsigned bytes.Buffer
 	if _, err := c.Save(ctx, []string{pinned}, &bundle); err != nil {
 		t.Fatal(err)
 	}
+	pinnedB := f.reg.Host + "/providers/p@" + f.dB.String()
+	if _, err := c.Save(ctx, []string{pinnedB}, &unsigned); err != nil {
+		t.Fatal(err)
+	}
 	f.reg.Server.Close()
+
+	// A bundle without signatures, for a policy that wants one: refused
+	// as unsigned, and the unreachable registry said too.
+	bare := newClient(t, oci.Options{Store: mustStore(t)})
+	if loaded, err := bare.Load(bytes.NewReader(unsigned.Bytes())); err != nil || len(loaded) != 1 || loaded[0].Referrers != 0 {
+		t.Fatalf("load of an unsigned bundle: %+v, %v", loaded, err)
+	}
+	if _, err := Verify(ctx, bare, pinnedB, keyPolicy(t, f.pubPEM)); err == nil || !strings.Contains(err.Error(), "connection refused") ||
+		!strings.Contains(err.Error(), "the local store holds no signature of it") {
+		t.Fatalf("an unsigned artifact offline: %v", err)
+	}
 
 	restarted, err := oci.OpenStore(dir, 0)
 	if err != nil {
@@ -63,7 +78,7 @@ func TestVerifyOffline(t *testing.T) {
 	// gone; both are said.
 	_, otherPEM := newKeyPEM(t)
 	_, err = Verify(ctx, c, pinned, keyPolicy(t, otherPEM))
-	if !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "the local store's signatures do not do") {
+	if !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "(and offline: ") {
 		t.Fatalf("offline with another key: %v", err)
 	}
 
@@ -169,7 +184,7 @@ func TestVerifyOfflineRootRotated(t *testing.T) {
 	_, err = Verify(ctx, c, pinned, rotated)
 	// The new root has neither the old CA nor the old timestamp authority;
 	// sigstore-go names the first that fails.
-	if !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "the local store's signatures do not do") {
+	if !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "(and offline: ") {
 		t.Fatalf("offline, rotated root: %v", err)
 	}
 }

@@ -87,7 +87,7 @@ func Verify(ctx context.Context, c *oci.Client, ref string, p *Policy) (*Result,
 	refs, d, err := c.Referrers(ctx, ref, BundleMediaType)
 	if err != nil {
 		if storeErr != nil {
-			return nil, fmt.Errorf("%w (and the local store's signatures do not do: %w)", err, storeErr)
+			return nil, fmt.Errorf("%w (and offline: %w)", err, storeErr)
 		}
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func Verify(ctx context.Context, c *oci.Client, ref string, p *Policy) (*Result,
 }
 
 // errNoStored: the store holds no bundle for the digest.
-var errNoStored = errors.New("none is stored")
+var errNoStored = errors.New("the local store holds no signature of it (load a bundle saved with its signatures, or reach the registry once)")
 
 // verifyStored verifies the bundles the store holds for ref, pinned to d.
 func verifyStored(c *oci.Client, ref string, d digest.Digest, p *Policy) (*Result, error) {
