@@ -5,7 +5,7 @@ BUILD := build
 export WASMPROV_TEST_CACHE ?= $(HOME)/.cache/wasmprov-test
 
 .PHONY: help all guests c-guests cli cli-lite providers demo demo-fake \
-	check test test-wasmtime test-realtime vet fmt-check fuzz-smoke fixtures conformance \
+	check test test-wasmtime test-realtime vet fmt-check fuzz-smoke fixtures conformance crds \
 	bench bench-compare bench-smoke kube-binaries e2e e2e-vet \
 	setup modules wabt clean FORCE
 
@@ -46,6 +46,10 @@ cli:
 cli-lite:
 	@mkdir -p $(BUILD)
 	cd cmd/wasmprov && $(GO) build -tags nokube -ldflags='-s -w' -o $(CURDIR)/$(BUILD)/wasmprov-lite .
+
+## crds: write the CRDs generated from the Go API types (controller/crd/infrastructure.wasmprov.io_*.yaml)
+crds:
+	cd controller && $(GO) run ./crd/gen ..
 
 ## providers: the Hetzner and fake providers as they ship: annotated with their metadata, in build/providers/
 PROVIDER_VERSION ?= 0.1.0
@@ -101,7 +105,7 @@ RACE_PKGS := ./cassette/... ./cloudprovider/... ./internal/hostmodule ./runtime/
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/wasip1
 PLAIN_PKGS := ./abi/... ./apis/... ./cloud/... ./guests/... ./hostfuncs ./provider ./internal/guesttext ./conformance/... ./examples/... \
-	./internal/testing/... ./internal/fixtures ./internal/architecture ./internal/hostalias ./internal/hostmodule/wazerohost \
+	./internal/testing/... ./internal/fixtures ./internal/architecture ./internal/crdgen ./internal/hostalias ./internal/hostmodule/wazerohost \
 	./runtime/metadata ./runtime/internal/cachefile ./runtime/internal/resultcache ./runtime/internal/memimage ./runtime/internal/precheck ./runtime/internal/wasmbin ./runtime/internal/interrupt
 
 # The modules beside the main (embedder) one, docs/ARCHITECTURE.md
