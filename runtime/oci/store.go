@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -163,15 +162,10 @@ func (s *Store) GC() (int64, error) {
 	var manifests []blobFile
 	refs := map[digest.Digest][]digest.Digest{}
 	for _, b := range blobs {
-		if b.size > maxManifestSize {
-			continue
-		}
-		raw, ok := s.Get(b.d, maxManifestSize)
+		// Read without touching its time (Get would): collecting is
+		// not using, and the LRU order must survive it.
+		m, ok := s.readManifest(b)
 		if !ok {
-			continue
-		}
-		var m ocispec.Manifest
-		if json.Unmarshal(raw, &m) != nil || m.MediaType != ocispec.MediaTypeImageManifest || len(m.Layers) == 0 {
 			continue
 		}
 		own := append([]digest.Digest{m.Config.Digest}, layerDigests(m)...)

@@ -259,3 +259,33 @@ func TestStorePin(t *testing.T) {
 		t.Fatalf("unpinned artifact after GC: manifest %t, module %t", m, l)
 	}
 }
+
+// TestStoreGCKeepsUseTimes: collecting reads every manifest, and must
+// not make them all look used now: the next collection over the cap
+// would then drop an artifact just served instead of the one unused
+// for long.
+func TestStoreGCKeepsUseTimes(t *testing.T) {
+	s := newStore(t)
+	manifest, cfg, layer, err := build(tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Artifact{Digest: digest.FromBytes(manifest), LayerDigest: layer.Digest, Wasm: tiny, manifest: manifest, config: cfg}
+	if err := (&Client{opts: Options{Store: s}}).store(a); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(s.path(a.Digest), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(s.path(a.Digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.ModTime().Equal(old) {
+		t.Fatalf("GC moved the manifest's use time from %s to %s", old, st.ModTime())
+	}
+}
