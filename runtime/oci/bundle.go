@@ -206,11 +206,11 @@ func (c *Client) Load(r io.Reader) ([]Loaded, error) {
 			return nil, fmt.Errorf("bundle: %s: manifest %s is missing", label, desc.Digest)
 		}
 		if subject, ok := subjectOf(raw); ok {
-			r, ok := referrerOf(desc.Digest, raw, subject)
+			r, layer, ok := referrerOf(desc.Digest, raw, subject)
 			if !ok {
 				return nil, fmt.Errorf("bundle: %s: %w: a referrer that is not one blob of at most %d bytes", label, ErrRefused, maxReferrerSize)
 			}
-			if r.Data, ok = blobs[mustLayer(raw)]; !ok {
+			if r.Data, ok = blobs[layer]; !ok {
 				return nil, fmt.Errorf("bundle: %s: the blob of referrer %s is missing", label, desc.Digest)
 			}
 			referrers[subject] = append(referrers[subject], r)

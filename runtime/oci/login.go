@@ -39,7 +39,7 @@ func (c *Client) Login(ctx context.Context, host, user, password string) (string
 	if err := (registry.Reference{Registry: host}).ValidateRegistry(); err != nil {
 		return "", fmt.Errorf("%q is not a registry host (host or host:port): %w", host, err)
 	}
-	if c.opts.PlainHTTP && !loopback(host) {
+	if c.opts.PlainHTTP && !Loopback(host) {
 		return "", fmt.Errorf("%w: plain HTTP to %s: only a loopback registry (localhost, 127.0.0.1, [::1]) may be reached without TLS", ErrRefused, host)
 	}
 	store, err := c.credentialStore()

@@ -188,7 +188,7 @@ func isDigest(r registry.Reference) bool {
 
 // repository returns the remote repository of r.
 func (c *Client) repository(r registry.Reference) (*remote.Repository, error) {
-	if c.opts.PlainHTTP && !loopback(r.Registry) {
+	if c.opts.PlainHTTP && !Loopback(r.Registry) {
 		return nil, fmt.Errorf("%w: plain HTTP to %s: only a loopback registry (localhost, 127.0.0.1, [::1]) may be reached without TLS", ErrRefused, r.Registry)
 	}
 	repo := &remote.Repository{
@@ -206,10 +206,7 @@ func (c *Client) repository(r registry.Reference) (*remote.Repository, error) {
 
 // Loopback says whether host (host or host:port) is a loopback address:
 // the only registries PlainHTTP may reach.
-func Loopback(hostport string) bool { return loopback(hostport) }
-
-// loopback says whether host (host or host:port) is a loopback address.
-func loopback(hostport string) bool {
+func Loopback(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

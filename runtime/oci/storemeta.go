@@ -107,11 +107,10 @@ func (s *Store) storedReferrers(repository string, subject digest.Digest, artifa
 			errs = append(errs, fmt.Errorf("referrer %s: %w", d, ErrDamaged))
 			continue
 		}
-		r, ok := referrerOf(d, raw, subject)
+		r, layer, ok := referrerOf(d, raw, subject)
 		if !ok || (artifactType != "" && r.ArtifactType != artifactType) {
 			continue
 		}
-		layer := mustLayer(raw)
 		data, ok := s.Get(layer, maxReferrerSize)
 		if !ok {
 			errs = append(errs, fmt.Errorf("referrer %s: blob %s: %w", d, layer, ErrDamaged))
@@ -124,26 +123,19 @@ func (s *Store) storedReferrers(repository string, subject digest.Digest, artifa
 }
 
 // referrerOf reads a referrer manifest: one bounded layer, subject the
-// given digest. Its Data is not filled in.
-func referrerOf(d digest.Digest, raw []byte, subject digest.Digest) (Referrer, bool) {
+// given digest. It returns the referrer, its Data not filled in, and the
+// digest of the layer that holds it.
+func referrerOf(d digest.Digest, raw []byte, subject digest.Digest) (Referrer, digest.Digest, bool) {
 	var m ocispec.Manifest
 	if json.Unmarshal(raw, &m) != nil || len(m.Layers) != 1 || m.Layers[0].Size > maxReferrerSize ||
 		m.Subject == nil || m.Subject.Digest != subject {
-		return Referrer{}, false
+		return Referrer{}, "", false
 	}
 	at := m.ArtifactType
 	if at == "" {
 		at = m.Config.MediaType
 	}
-	return Referrer{Digest: d, ArtifactType: at, MediaType: m.Layers[0].MediaType, manifest: raw}, true
-}
-
-// mustLayer is the digest of the single layer of a manifest referrerOf
-// accepted.
-func mustLayer(raw []byte) digest.Digest {
-	var m ocispec.Manifest
-	_ = json.Unmarshal(raw, &m)
-	return m.Layers[0].Digest
+	return Referrer{Digest: d, ArtifactType: at, MediaType: m.Layers[0].MediaType, manifest: raw}, m.Layers[0].Digest, true
 }
 
 // StoredReferrers returns the referrers of artifactType ("": any) of the
