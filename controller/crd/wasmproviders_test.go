@@ -3,9 +3,6 @@ package crd_test
 import (
 	"bytes"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"reflect"
 	"regexp"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller/crd"
+	"github.com/wasmprov/wasmprov/internal/crdgen"
 	"github.com/wasmprov/wasmprov/internal/testing/apitest"
 	"github.com/wasmprov/wasmprov/runtime/registry"
 )
@@ -89,63 +87,19 @@ func openAPISchema(t *testing.T, c obj) obj {
 	return at(t, versions[0], "schema", "openAPIV3Schema").(obj)
 }
 
-// goDocs reads typesGo and returns the doc comments of its types
-// ("Source") and struct fields ("Source.Image"), normalised: marker lines
-// (+kubebuilder:…, +listType=…) dropped, white space collapsed.
+// goDocs returns the doc comments of typesGo's types ("Source") and
+// struct fields ("Source.Image"), as crdgen reads them for the generated
+// CRDs: marker lines dropped, white space collapsed.
 func goDocs(t *testing.T) map[string]string {
 	t.Helper()
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, typesGo, nil, parser.ParseComments)
+	docs, err := crdgen.Docs(typesGo)
 	if err != nil {
 		t.Fatal(err)
-	}
-	docs := map[string]string{}
-	for _, decl := range f.Decls {
-		gd, ok := decl.(*ast.GenDecl)
-		if !ok || gd.Tok != token.TYPE {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			ts := spec.(*ast.TypeSpec)
-			doc := ts.Doc
-			if doc == nil && len(gd.Specs) == 1 {
-				doc = gd.Doc
-			}
-			if d := normaliseDoc(doc.Text()); d != "" {
-				docs[ts.Name.Name] = d
-			}
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok {
-				continue
-			}
-			for _, field := range st.Fields.List {
-				d := normaliseDoc(field.Doc.Text())
-				if d == "" {
-					continue
-				}
-				// A comment above "Namespace string" belongs to Namespace only,
-				// even when it names Name too.
-				for _, name := range field.Names {
-					docs[ts.Name.Name+"."+name.Name] = d
-				}
-			}
-		}
 	}
 	if len(docs) < 20 {
 		t.Fatalf("found only %d doc comments in types.go", len(docs))
 	}
 	return docs
-}
-
-func normaliseDoc(s string) string {
-	var keep []string
-	for _, line := range strings.Split(s, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "+") {
-			continue
-		}
-		keep = append(keep, line)
-	}
-	return strings.Join(strings.Fields(strings.Join(keep, " ")), " ")
 }
 
 // jsonField is one field of a Go struct as encoding/json sees it.
@@ -337,7 +291,7 @@ func (c *schemaChecker) checkStruct(path string, typ reflect.Type, s obj) {
 // packages' types (metav1.Condition, corev1.SecretReference) need only a
 // description.
 func (c *schemaChecker) checkDescription(path string, f jsonField, s obj) {
-	got := normaliseDoc(fmt.Sprint(s["description"]))
+	got := crdgen.NormaliseDoc(fmt.Sprint(s["description"]))
 	if _, ok := s["description"].(string); !ok || got == "" {
 		c.errorf(path, "no description")
 		return
@@ -363,7 +317,7 @@ func (c *schemaChecker) checkDescription(path string, f jsonField, s obj) {
 func TestCRDSchemaMatchesGoTypes(t *testing.T) {
 	root := openAPISchema(t, loadCRD(t))
 	c := &schemaChecker{docs: goDocs(t)}
-	if got, want := normaliseDoc(fmt.Sprint(root["description"])), c.docs["WasmProvider"]; got != want {
+	if got, want := crdgen.NormaliseDoc(fmt.Sprint(root["description"])), c.docs["WasmProvider"]; got != want {
 		t.Errorf("root description differs from WasmProvider's doc comment\nschema: %s\nGo:     %s", got, want)
 	}
 	c.check("WasmProvider", reflect.TypeFor[v1alpha1.WasmProvider](), root)

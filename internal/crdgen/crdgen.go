@@ -71,7 +71,7 @@ func Docs(files ...string) (map[string]string, error) {
 				if doc == nil && len(gd.Specs) == 1 {
 					doc = gd.Doc
 				}
-				if d := normalise(doc.Text()); d != "" {
+				if d := NormaliseDoc(doc.Text()); d != "" {
 					docs[ts.Name.Name] = d
 				}
 				st, ok := ts.Type.(*ast.StructType)
@@ -79,7 +79,7 @@ func Docs(files ...string) (map[string]string, error) {
 					continue
 				}
 				for _, field := range st.Fields.List {
-					if d := normalise(field.Doc.Text()); d != "" {
+					if d := NormaliseDoc(field.Doc.Text()); d != "" {
 						for _, name := range field.Names {
 							docs[ts.Name.Name+"."+name.Name] = d
 						}
@@ -91,7 +91,9 @@ func Docs(files ...string) (map[string]string, error) {
 	return docs, nil
 }
 
-func normalise(s string) string {
+// NormaliseDoc is a doc comment as a description: marker lines
+// (+kubebuilder:…) dropped, white space collapsed.
+func NormaliseDoc(s string) string {
 	var keep []string
 	for _, line := range strings.Split(s, "\n") {
 		if !strings.HasPrefix(strings.TrimSpace(line), "+") {
