@@ -453,11 +453,3 @@ machine_controller_workers 3
 		t.Fatal(err)
 	}
 }
-
-func TestSanitizeLabel(t *testing.T) {
-	for in, want := range map[string]string{"size": "size", "a-b.c": "a_b_c", "9x": "_x", "ok_1": "ok_1"} {
-		if got := sanitizeLabel(in); got != want {
-			t.Errorf("sanitizeLabel(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

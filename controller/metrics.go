@@ -2,12 +2,11 @@ package controller
 
 import (
 	"context"
-	"sort"
-	"strings"
 	"sync"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
+	"github.com/wasmprov/wasmprov/controller/internal/machinemetrics"
 	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -132,8 +131,7 @@ func (mc *machineCollector) Describe(chan<- *prometheus.Desc) {}
 func (mc *machineCollector) Collect(ch chan<- prometheus.Metric) {
 	m := (*metrics)(mc)
 	objs := m.c.informer.GetStore().List()
-	rows := make([]map[string]string, 0, len(objs))
-	names := map[string]struct{}{"kubelet_version": {}, "provider": {}, "os": {}}
+	rows := make([]machinemetrics.Row, 0, len(objs))
 	m.mu.Lock()
 	for _, o := range objs {
 		machine := o.(*clusterv1alpha1.Machine)
@@ -143,60 +141,16 @@ func (mc *machineCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.deletedDesc, prometheus.GaugeValue,
 				float64(machine.DeletionTimestamp.Unix()), machine.Name)
 		}
-		row := map[string]string{"kubelet_version": machine.Spec.Versions.Kubelet}
+		row := machinemetrics.Row{Fixed: map[string]string{"kubelet_version": machine.Spec.Versions.Kubelet},
+			Provider: m.labels[keyOf(machine)].labels}
 		if cfg, err := providerconfig.GetConfig(machine.Spec.ProviderSpec.Value); err == nil {
-			row["provider"] = string(cfg.CloudProvider)
-			row["os"] = string(cfg.OperatingSystem)
-		}
-		for k, v := range m.labels[keyOf(machine)].labels {
-			k = sanitizeLabel(k)
-			if _, fixed := row[k]; fixed || k == "" {
-				continue
-			}
-			row[k] = v
-			names[k] = struct{}{}
+			row.Fixed["provider"] = string(cfg.CloudProvider)
+			row.Fixed["os"] = string(cfg.OperatingSystem)
 		}
 		rows = append(rows, row)
 	}
 	m.mu.Unlock()
-
-	labelNames := make([]string, 0, len(names))
-	for n := range names {
-		labelNames = append(labelNames, n)
-	}
-	sort.Strings(labelNames)
-	desc := prometheus.NewDesc(metricsPrefix+"machines_total",
-		"Number of machines by kubelet version, provider, OS and the provider's MachineMetricsLabels", labelNames, nil)
-	counts := map[string]float64{}
-	values := map[string][]string{}
-	for _, row := range rows {
-		vals := make([]string, len(labelNames))
-		for i, n := range labelNames {
-			vals[i] = row[n]
-		}
-		k := strings.Join(vals, "\x00")
-		counts[k]++
-		values[k] = vals
-	}
-	if len(rows) == 0 { // always report machines=0, like upstream
-		values[""] = make([]string, len(labelNames))
-		counts[""] = 0
-	}
-	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, n, values[k]...)
-	}
-}
-
-// sanitizeLabel makes a provider's label name a valid Prometheus one.
-func sanitizeLabel(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_', r >= '0' && r <= '9' && i > 0:
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
+	machinemetrics.Collect(ch, metricsPrefix+"machines_total",
+		"Number of machines by kubelet version, provider, OS and the provider's MachineMetricsLabels",
+		[]string{"kubelet_version", "os", "provider"}, rows)
 }

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"sort"
 	"time"
-	"unicode/utf8"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
 	cloudprovidererrors "github.com/wasmprov/wasmprov/cloud/errors"
 	"github.com/wasmprov/wasmprov/cloud/instance"
+	"github.com/wasmprov/wasmprov/controller/internal/statusmsg"
 	"github.com/wasmprov/wasmprov/provider"
 
 	corev1 "k8s.io/api/core/v1"
@@ -243,14 +243,4 @@ const MaxStatusMessageBytes = 64 << 10
 
 // clipStatusMessage cuts msg to MaxStatusMessageBytes on a rune
 // boundary, ending in "…" if it was cut.
-func clipStatusMessage(msg string) string {
-	if len(msg) <= MaxStatusMessageBytes {
-		return msg
-	}
-	const ellipsis = "…"
-	cut := MaxStatusMessageBytes - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + ellipsis
-}
+func clipStatusMessage(msg string) string { return statusmsg.Clip(msg, MaxStatusMessageBytes) }
