@@ -60,6 +60,13 @@ type WasmMachineStatus struct {
 	// machine-controller's: InvalidConfiguration, CreateError, ...).
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// FailureReason and FailureMessage repeat a terminal failure in the
+	// fields of Cluster API's deprecated v1beta1 contract, which Cluster
+	// API still surfaces in the Machine's status.deprecated.v1beta1 (until
+	// it drops them). The TerminalFailure condition is what counts.
+	FailureReason  *string `json:"failureReason,omitempty"`
+	FailureMessage *string `json:"failureMessage,omitempty"`
+
 	// ObservedGeneration is the generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
@@ -211,6 +218,8 @@ const (
 
 	ReasonProvisioned             = "Provisioned"
 	ReasonProvisioning            = "Provisioning" // created, not running yet
+	ReasonInstanceGone            = "InstanceGone" // provisioned once, not found since: not recreated
+	ReasonWaitingForCluster       = "WaitingForClusterInfrastructure"
 	ReasonWaitingForBootstrapData = "WaitingForBootstrapData"
 	ReasonWaitingForMachineOwner  = "WaitingForMachineOwner"
 	ReasonProviderNotServing      = "ProviderNotServing" // not configured, or failed to load

@@ -69,6 +69,14 @@ func (in *WasmMachineStatus) DeepCopyInto(out *WasmMachineStatus) {
 			in.Conditions[i].DeepCopyInto(&out.Conditions[i])
 		}
 	}
+	if in.FailureReason != nil {
+		out.FailureReason = new(string)
+		*out.FailureReason = *in.FailureReason
+	}
+	if in.FailureMessage != nil {
+		out.FailureMessage = new(string)
+		*out.FailureMessage = *in.FailureMessage
+	}
 }
 
 // DeepCopy returns a deep copy of the receiver (nil for nil).
