@@ -22,9 +22,10 @@ type MachineClient interface {
 	UpdateStatus(ctx context.Context, m *clusterv1alpha1.Machine) (*clusterv1alpha1.Machine, error)
 }
 
-// Scheme knows this module's API groups, cluster.k8s.io/v1alpha1 and
-// wasmprov.io/v1alpha1: what an event recorder for Machines and
-// WasmProviders needs.
+// Scheme knows this module's API groups, cluster.k8s.io/v1alpha1,
+// wasmprov.io/v1alpha1 and infrastructure.wasmprov.io/v1alpha1 (and
+// core/v1): what an event recorder for Machines, WasmProviders and
+// WasmMachines needs, and the manager's client and cache.
 var Scheme = kubeclient.Scheme
 
 // RESTMachineClient is the Machine client against a real API server

@@ -77,6 +77,13 @@ type Options struct {
 	// MetricsSetter are handed their Machines (default 10m, as
 	// machine-controller; negative disables).
 	MetricsInterval time.Duration
+	// MoreMachines, if set, returns the Machines another controller of
+	// this process serves through the same providers — the Cluster API
+	// controller's WasmMachines, as their providers see them
+	// (infrastructure.MachineReconciler.Machines) — so that
+	// SetMetricsForMachines hands each provider all of its machines in
+	// one list.
+	MoreMachines func(ctx context.Context) []clusterv1alpha1.Machine
 	// ShutdownTimeout is how long in-flight reconciles (and their provider
 	// calls) may run after the context is cancelled before their calls are
 	// cancelled too (default 30s).

@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -41,44 +44,73 @@ type LeaderElection struct {
 // may already lead.
 //
 // The manager serves no metrics or health endpoints of its own (the CLI's
-// -metrics-address serves both, controller-runtime's metrics included),
-// and its cache and client are unused: the controllers keep their own
-// informers and uncached clients (RATIONALE.md).
-func NewManager(cfg *rest.Config, kube KubeClient, le *LeaderElection, log *slog.Logger) (manager.Manager, error) {
+// -metrics-address serves both, controller-runtime's metrics included).
+// The Machine and WasmProvider controllers keep their own informers and
+// uncached clients (RATIONALE.md); the manager's cache and client serve
+// the Cluster API controllers of package controller/infrastructure, the
+// cache limited to WithNamespace's namespace if given.
+func NewManager(cfg *rest.Config, kube KubeClient, le *LeaderElection, log *slog.Logger, opts ...ManagerOption) (manager.Manager, error) {
+	var mo managerOptions
+	for _, o := range opts {
+		o(&mo)
+	}
 	if log == nil {
 		log = slog.Default()
 	}
 	forever := time.Duration(-1)
-	opts := manager.Options{
+	managerOpts := manager.Options{
 		Scheme:                  Scheme,
 		Logger:                  logr.FromSlogHandler(log.Handler()),
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		GracefulShutdownTimeout: &forever,
+		// Cluster API's Machines and Clusters are read unstructured
+		// (no Cluster API module is imported): from the cache, as the
+		// typed kinds are. Secrets never are: a cache of them would
+		// need list and watch of every Secret.
+		Client: client.Options{Cache: &client.CacheOptions{
+			Unstructured: true,
+			DisableFor:   []client.Object{&corev1.Secret{}},
+		}},
+	}
+	if mo.namespace != "" {
+		managerOpts.Cache.DefaultNamespaces = map[string]cache.Config{mo.namespace: {}}
 	}
 	if le != nil {
 		if kube == nil {
 			return nil, errors.New("controller: leader election needs a Kubernetes client")
 		}
 		l := le.withDefaults()
-		opts.LeaderElection = true
-		opts.LeaderElectionID = l.Name
-		opts.LeaderElectionNamespace = l.Namespace
-		opts.LeaderElectionReleaseOnCancel = true
-		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &l.LeaseDuration, &l.RenewDeadline, &l.RetryPeriod
+		managerOpts.LeaderElection = true
+		managerOpts.LeaderElectionID = l.Name
+		managerOpts.LeaderElectionNamespace = l.Namespace
+		managerOpts.LeaderElectionReleaseOnCancel = true
+		managerOpts.LeaseDuration, managerOpts.RenewDeadline, managerOpts.RetryPeriod = &l.LeaseDuration, &l.RenewDeadline, &l.RetryPeriod
 		// The Lease through the given client, so that tests can hand a
 		// fake of coordination/v1 (internal/testing/kubefake).
-		opts.LeaderElectionResourceLockInterface = &resourcelock.LeaseLock{
+		managerOpts.LeaderElectionResourceLockInterface = &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: l.Namespace, Name: l.Name},
 			Client:     kube.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: l.Identity},
 		}
 		log.Info("leader election", "identity", l.Identity, "lease", l.Namespace+"/"+l.Name)
 	}
-	mgr, err := manager.New(cfg, opts)
+	mgr, err := manager.New(cfg, managerOpts)
 	if err != nil {
 		return nil, fmt.Errorf("controller: manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// ManagerOption configures NewManager.
+type ManagerOption func(*managerOptions)
+
+type managerOptions struct{ namespace string }
+
+// WithNamespace limits the manager's cache (and with it what the Cluster
+// API controllers see) to one namespace, as the Machine controller's
+// Options.Namespace limits its informer.
+func WithNamespace(ns string) ManagerOption {
+	return func(o *managerOptions) { o.namespace = ns }
 }
 
 func (le LeaderElection) withDefaults() LeaderElection {

@@ -45,8 +45,17 @@ func (c *Controller) setProviderMetrics(ctx context.Context, prev map[string]boo
 			byProvider[name] = &clusterv1alpha1.MachineList{}
 		}
 	}
+	machines := make([]*clusterv1alpha1.Machine, 0)
 	for _, o := range c.informer.GetStore().List() {
-		m := o.(*clusterv1alpha1.Machine)
+		machines = append(machines, o.(*clusterv1alpha1.Machine))
+	}
+	if c.opts.MoreMachines != nil {
+		more := c.opts.MoreMachines(ctx)
+		for i := range more {
+			machines = append(machines, &more[i])
+		}
+	}
+	for _, m := range machines {
 		cfg, err := providerconfig.GetConfig(m.Spec.ProviderSpec.Value)
 		if err != nil {
 			continue // reconcile reports it in the Machine's status

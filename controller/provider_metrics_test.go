@@ -132,3 +132,23 @@ func TestMetricsIntervalNegativeDisables(t *testing.T) {
 		t.Fatalf("%d SetMetricsForMachines calls with MetricsInterval < 0", n)
 	}
 }
+
+// MoreMachines (the Cluster API controller's WasmMachines) reach the
+// provider in the same list as the controller's own Machines.
+func TestSetMetricsForMachinesWithMoreMachines(t *testing.T) {
+	more := *machine("wm-1", "mem", `{"size":"s"}`)
+	more.Namespace = "capi"
+	h := newHarness(t, func(o *Options) {
+		o.MetricsInterval = 30 * time.Millisecond
+		o.MoreMachines = func(context.Context) []clusterv1alpha1.Machine { return []clusterv1alpha1.Machine{more} }
+	})
+	mc := &metricsCloud{memCloud: h.cloud, gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "wasmprov_guest_mem_machines", Help: "Machines of the mem provider."}, []string{"scope"})}
+	h.ctrl.opts.Providers = NewMapSource(map[string]provider.Interface{"mem": mc})
+	h.start()
+	provision(t, h, "a")
+	eventually(t, "the Machine and the WasmMachine in one list", func() bool {
+		names, _ := mc.last()
+		return slices.Equal(names, []string{"wm-1", "a"}) // by namespace/name: capi/wm-1, default/a
+	})
+}

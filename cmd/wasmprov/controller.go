@@ -14,7 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/controller"
+	"github.com/wasmprov/wasmprov/controller/infrastructure"
 	"github.com/wasmprov/wasmprov/controller/wasmprovider"
 	"github.com/wasmprov/wasmprov/runtime"
 	"github.com/wasmprov/wasmprov/runtime/metrics"
@@ -49,6 +51,7 @@ type controllerFlags struct {
 	burst                                     *int
 	images                                    *imageFlags
 	wasmProviders                             *wasmProviderFlags
+	clusterAPI                                *bool
 	level                                     slog.Level
 }
 
@@ -81,11 +84,14 @@ func parseControllerFlags(args []string) (*controllerFlags, error) {
 	f.logLevel = fs.String("log-level", "info", "debug, info, warn or error")
 	f.images = addImageFlags(fs)
 	f.wasmProviders = addWasmProviderFlags(fs)
+	f.clusterAPI = addClusterAPIFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: wasmprov controller [-providers DIR] [-wasmproviders] [flags]\n\n"+
 			"Reconciles cluster.k8s.io/v1alpha1 Machines like machine-controller, with the provider\n"+
 			"named by providerSpec.value.cloudProvider loaded from DIR/NAME.wasm or, with\n"+
-			"-wasmproviders, from the wasmprov.io/v1alpha1 WasmProvider of that spec.cloudProvider.\n\n")
+			"-wasmproviders, from the wasmprov.io/v1alpha1 WasmProvider of that spec.cloudProvider.\n"+
+			"With -cluster-api, it is also a Cluster API infrastructure provider: WasmMachines are\n"+
+			"made by the same providers, from the same providerSpec (docs/CLUSTER-API.md).\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -163,13 +169,21 @@ func runController(ctx context.Context, args []string) error {
 	}
 	defer stopEvents()
 	// r, the WasmProvider reconciler (with -wasmproviders), catches up at
-	// once when this replica starts or stops leading.
+	// once when this replica starts or stops leading; infra (with
+	// -cluster-api) adds its WasmMachines to the providers' metrics.
 	var r *wasmprovider.Reconciler
+	var infra *infrastructure.MachineReconciler
 	c, err := controller.New(controller.Options{
 		Machines: machines, Kube: kube, Providers: reg, Namespace: *f.namespace,
 		Workers: *f.workers, ResyncPeriod: *f.resync, PollInterval: *f.poll, MaxDeletePollInterval: *f.maxDeletePoll,
 		MetricsInterval: *f.metricsInterval, ShutdownTimeout: *f.shutdown,
 		Registerer: promReg, Recorder: recorder, Logger: logger,
+		MoreMachines: func(ctx context.Context) []clusterv1alpha1.Machine {
+			if infra == nil {
+				return nil
+			}
+			return infra.Machines(ctx)
+		},
 		OnLeadershipChange: func(bool) {
 			if r != nil {
 				r.LeadershipChanged()
@@ -186,29 +200,20 @@ func runController(ctx context.Context, args []string) error {
 			LeaseDuration: *f.leaseDuration, RenewDeadline: *f.renewDeadline, RetryPeriod: *f.retryPeriod,
 		}
 	}
-	mgr, err := controller.NewManager(cfg, kube, le, logger)
+	mgr, err := controller.NewManager(cfg, kube, le, logger, controller.WithNamespace(*f.namespace))
 	if err != nil {
 		return err
 	}
 	if err := c.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if *f.clusterAPI {
+		if infra, err = setupClusterAPI(mgr, f, reg, recorder, promReg, logger); err != nil {
+			return err
+		}
+	}
 	if f.wasmProviders.enabled {
-		wpClient, err := wasmprovider.NewRESTClient(cfg)
-		if err != nil {
-			return err
-		}
-		opts := wasmprovider.Options{Client: wpClient, Kube: kube, Loader: reg, Recorder: recorder,
-			Registerer: promReg, Logger: logger.With("component", "wasmprovider")}
-		if *f.leaderElect {
-			// Every replica loads WasmProviders (a standby is warm when
-			// it takes over); only the leader writes their status.
-			opts.IsLeader = c.IsLeader
-		}
-		if r, err = wasmProviderReconciler(opts, clients, f.images.oci.maxBlob, f.wasmProviders.poll); err != nil {
-			return err
-		}
-		if err := r.SetupWithManager(mgr); err != nil {
+		if r, err = setupWasmProviders(mgr, cfg, f, c, kube, reg, recorder, promReg, clients, logger); err != nil {
 			return err
 		}
 		ready.set(r.HasSynced)

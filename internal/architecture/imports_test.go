@@ -73,6 +73,8 @@ func TestImportInvariants(t *testing.T) {
 		{pkg: "provider", why: "the provider interface is a leaf: API types and the instance contract only",
 			banned: []string{mod + "runtime", mod + "internal/", mod + "cloud\n", mod + "controller", mod + "cloudprovider", "go.uber.org/zap", "sigs.k8s.io/controller-runtime"}},
 		{pkg: "controller", why: "the controller calls providers through provider.Interface, not a contract's adapter", banned: []string{mod + "cloud\n", mod + "cloudprovider"}},
+		{pkg: "controller/infrastructure", why: "the Cluster API provider reads Cluster API's objects unstructured, calls providers through provider.Interface and does not climb back to the Machine controller",
+			banned: []string{"sigs.k8s.io/cluster-api", mod + "runtime", mod + "controller\n", mod + "cloud\n", mod + "cloudprovider"}},
 	} {
 		list := strings.Join(deps(t, rule.pkg, rule.tags...), "\n") + "\n"
 		for _, b := range rule.banned {

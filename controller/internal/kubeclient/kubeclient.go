@@ -9,8 +9,10 @@ import (
 	"fmt"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	infrav1alpha1 "github.com/wasmprov/wasmprov/apis/infrastructure/v1alpha1"
 	wasmprovv1alpha1 "github.com/wasmprov/wasmprov/apis/wasmprov/v1alpha1"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,7 +22,10 @@ import (
 )
 
 // Scheme knows this module's API groups: cluster.k8s.io/v1alpha1
-// (Machines) and wasmprov.io/v1alpha1 (WasmProviders).
+// (Machines), wasmprov.io/v1alpha1 (WasmProviders) and
+// infrastructure.wasmprov.io/v1alpha1 (Cluster API's WasmMachines,
+// WasmMachineTemplates, WasmClusters); and core/v1, whose Secrets the
+// WasmMachine reconciler reads (bootstrap data).
 var Scheme = runtime.NewScheme()
 
 func init() {
@@ -30,6 +35,12 @@ func init() {
 		panic(err)
 	}
 	if err := wasmprovv1alpha1.AddToScheme(Scheme); err != nil {
+		panic(err)
+	}
+	if err := infrav1alpha1.AddToScheme(Scheme); err != nil {
+		panic(err)
+	}
+	if err := corev1.AddToScheme(Scheme); err != nil {
 		panic(err)
 	}
 	metav1.AddToGroupVersion(Scheme, metav1.SchemeGroupVersion)
