@@ -102,9 +102,11 @@ func quiet() *slog.Logger { l, _ := testlog.NewText(); return l }
 
 var key = types.NamespacedName{Namespace: ns, Name: "wm1"}
 
+// reconcile runs one reconcile and returns its error, which Reconcile
+// itself turns into a requeue with backoff.
 func (e *env) reconcile() (reconcile.Result, error) {
 	e.t.Helper()
-	return e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+	return e.r.reconcileKey(context.Background(), reconcile.Request{NamespacedName: key})
 }
 
 func (e *env) mustReconcile() reconcile.Result {
@@ -311,8 +313,15 @@ func TestMachineProviderNotServing(t *testing.T) {
 	if ev := <-e.events.Events; !strings.Contains(ev, EventProviderNotServing) {
 		t.Fatalf("event %q", ev)
 	}
-	if d := e.r.opts.RateLimiter.When(reconcile.Request{NamespacedName: key}); d < 500*time.Millisecond {
-		t.Fatalf("first retry after %v", d)
+	// Through Reconcile: no error for controller-runtime to log, a requeue
+	// after a growing backoff (not a hot loop).
+	var last time.Duration
+	for i := range 4 {
+		res, err := e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+		if err != nil || res.RequeueAfter < 500*time.Millisecond || (i > 0 && res.RequeueAfter != 2*last) {
+			t.Fatalf("retry %d: %+v, %v (previous wait %v)", i, res, err, last)
+		}
+		last = res.RequeueAfter
 	}
 }
 

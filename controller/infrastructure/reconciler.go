@@ -58,8 +58,9 @@ type MachineOptions struct {
 	// the manager stops before they are cancelled (default 30s): a Create
 	// is not torn down half-way by a rollout of the controller.
 	ShutdownTimeout time.Duration
-	// RateLimiter paces the retries of transient errors (default: per
-	// WasmMachine exponential backoff from 500ms to 5m).
+	// RateLimiter paces the retries of transient errors, requeued with
+	// RequeueAfter rather than returned to controller-runtime (default:
+	// per WasmMachine exponential backoff from 500ms to 5m).
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// Registerer receives the reconciler's metrics (nil: none).
 	Registerer prometheus.Registerer
@@ -127,7 +128,7 @@ func (r *MachineReconciler) SetupWithManager(mgr manager.Manager) error {
 		For(&infrav1.WasmMachine{}).
 		Watches(newUnstructured(machineGVK), handler.EnqueueRequestsFromMapFunc(machineToWasmMachine)).
 		Watches(newUnstructured(clusterGVK), handler.EnqueueRequestsFromMapFunc(r.clusterToWasmMachines)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.opts.Workers, RateLimiter: r.opts.RateLimiter}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.opts.Workers}).
 		Complete(r)
 }
 
@@ -184,11 +185,26 @@ func (r *MachineReconciler) callContext(ctx context.Context) (context.Context, c
 // its Cluster's infrastructure and its bootstrap data, then AddDefaults,
 // Validate and Create, and Get until the instance runs. The status is
 // written once, at the end.
-func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
+func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	call, cancel := r.callContext(ctx)
 	defer cancel()
+	res, err := r.reconcileKey(call, req)
+	if err == nil {
+		r.opts.RateLimiter.Forget(req)
+		return res, nil
+	}
+	// Retries are paced here, as the Machine controller's are (RATIONALE.md):
+	// a transient failure is expected and logged at info level, not as
+	// controller-runtime's "Reconciler error".
+	d := r.opts.RateLimiter.When(req)
+	r.log.Info("reconcile failed, retrying with backoff", "wasmMachine", req.String(),
+		"retries", r.opts.RateLimiter.NumRequeues(req), "after", d, "err", err)
+	return reconcile.Result{RequeueAfter: d}, nil
+}
+
+func (r *MachineReconciler) reconcileKey(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	wm := &infrav1.WasmMachine{}
-	if err := r.opts.Client.Get(call, req.NamespacedName, wm); err != nil {
+	if err := r.opts.Client.Get(ctx, req.NamespacedName, wm); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.deleteBackoff.Forget(req)
 			r.metrics.forget(req.String())
@@ -198,9 +214,9 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	s := &scope{wm: wm, before: wm.DeepCopy(), log: r.log.With("wasmMachine", req.String()), req: req}
 	defer func() {
-		if perr := r.patchStatus(call, s); perr != nil && err == nil {
+		if perr := r.patchStatus(ctx, s); perr != nil && err == nil {
 			err = perr
 		}
 	}()
-	return r.reconcile(call, s)
+	return r.reconcile(ctx, s)
 }
