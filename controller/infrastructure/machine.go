@@ -286,6 +286,7 @@ func (r *MachineReconciler) fail(s *scope, err error) (reconcile.Result, error) 
 func (r *MachineReconciler) terminal(s *scope, reason, msg string) (reconcile.Result, error) {
 	msg = statusmsg.Clip(msg, maxConditionMessage)
 	if s.terminalFailure() == nil {
+		r.metrics.terminal.Inc()
 		s.log.Warn("terminal error", "reason", reason, "message", msg)
 		r.event(s.wm, corev1.EventTypeWarning, EventTerminalError, reason+": "+statusmsg.Clip(msg, maxEventMessage))
 	}

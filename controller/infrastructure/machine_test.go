@@ -12,6 +12,7 @@ import (
 	"github.com/wasmprov/wasmprov/controller/internal/kubeclient"
 	"github.com/wasmprov/wasmprov/internal/testing/testlog"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -322,6 +323,9 @@ func TestMachineProviderNotServing(t *testing.T) {
 			t.Fatalf("retry %d: %+v, %v (previous wait %v)", i, res, err, last)
 		}
 		last = res.RequeueAfter
+	}
+	if n := testutil.ToFloat64(e.r.metrics.reconciles.WithLabelValues("error")); n != 4 {
+		t.Fatalf("reconciles{result=error} = %v, want 4", n)
 	}
 }
 

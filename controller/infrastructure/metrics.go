@@ -18,9 +18,11 @@ import (
 // metrics of the WasmMachine reconciler. Reconcile counts, durations and
 // errors are controller-runtime's own (controller="wasmmachine").
 type metrics struct {
-	r       *MachineReconciler
-	creates prometheus.Counter
-	deletes prometheus.Counter
+	r          *MachineReconciler
+	reconciles *prometheus.CounterVec
+	terminal   prometheus.Counter
+	creates    prometheus.Counter
+	deletes    prometheus.Counter
 
 	mu     sync.Mutex
 	labels map[string]labelsAt // by WasmMachine key, from MachineMetricsLabels
@@ -32,17 +34,27 @@ type labelsAt struct {
 }
 
 func newMetrics(r *MachineReconciler) *metrics {
-	return &metrics{r: r,
+	m := &metrics{r: r,
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmprov_wasmmachine_reconciles_total",
+			Help: "WasmMachine reconciles by result: success, requeue (instance being created or deleted), error (retried with backoff)"},
+			[]string{"result"}),
+		terminal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wasmprov_wasmmachine_terminal_errors_total", Help: "Terminal provider errors recorded on WasmMachines (TerminalFailure set)"}),
 		creates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wasmprov_wasmmachine_instance_creates_total", Help: "Successful provider Create calls for WasmMachines"}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wasmprov_wasmmachine_instance_deletes_total", Help: "WasmMachine instances deleted (Cleanup done, finalizer removed)"}),
 		labels: map[string]labelsAt{},
 	}
+	for _, r := range []string{"success", "requeue", "error"} {
+		m.reconciles.WithLabelValues(r)
+	}
+	return m
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.creates, m.deletes, (*wasmMachineCollector)(m)} {
+	for _, c := range []prometheus.Collector{m.reconciles, m.terminal, m.creates, m.deletes, (*wasmMachineCollector)(m)} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -191,8 +191,14 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	res, err := r.reconcileKey(call, req)
 	if err == nil {
 		r.opts.RateLimiter.Forget(req)
+		if res.RequeueAfter > 0 {
+			r.metrics.reconciles.WithLabelValues("requeue").Inc()
+		} else {
+			r.metrics.reconciles.WithLabelValues("success").Inc()
+		}
 		return res, nil
 	}
+	r.metrics.reconciles.WithLabelValues("error").Inc()
 	// Retries are paced here, as the Machine controller's are (RATIONALE.md):
 	// a transient failure is expected and logged at info level, not as
 	// controller-runtime's "Reconciler error".
