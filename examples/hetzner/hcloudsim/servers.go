@@ -363,11 +363,13 @@ func (s *Sim) newServer(req *serverCreateRequest, now time.Time, st *ServerType,
 
 // ServerInfo is a snapshot of a server for tests and the demo.
 type ServerInfo struct {
-	ID      int64
-	Name    string
-	Status  string
-	Labels  map[string]string
-	Volumes []int64
+	ID     int64
+	Name   string
+	Status string
+	// ServerType is the name of the server's type (cx22, ...).
+	ServerType string
+	Labels     map[string]string
+	Volumes    []int64
 	// IPv4 is the public IPv4, empty for a server without one.
 	IPv4 string
 	// UserData is the user_data the server was created with.
@@ -391,7 +393,7 @@ func (s *Sim) Servers() []ServerInfo {
 	out := make([]ServerInfo, 0, len(s.servers))
 	for _, srv := range s.servers {
 		info := ServerInfo{
-			ID: srv.ID, Name: srv.Name, Status: srv.Status, Labels: copyMap(srv.Labels),
+			ID: srv.ID, Name: srv.Name, Status: srv.Status, ServerType: srv.ServerType.Name, Labels: copyMap(srv.Labels),
 			Volumes: append([]int64(nil), srv.Volumes...), UserData: srv.userData,
 		}
 		// A server created with enable_ipv4 false has none.

@@ -235,7 +235,7 @@ func TestServerWithoutIPv4(t *testing.T) {
 	if pn := m["servers"].([]any)[0].(map[string]any)["public_net"].(map[string]any); pn["ipv4"] != nil || pn["ipv6"] == nil {
 		t.Fatalf("public_net %v", pn)
 	}
-	if got := s.Servers(); len(got) != 1 || got[0].IPv4 != "" || got[0].Name != "v6only" {
+	if got := s.Servers(); len(got) != 1 || got[0].IPv4 != "" || got[0].Name != "v6only" || got[0].ServerType != "cx22" {
 		t.Fatalf("Servers() = %+v", got)
 	}
 	req, _ := http.NewRequest("GET", "http://"+s.Addr+"/_sim/state", nil)
