@@ -49,7 +49,8 @@ func (r *ClusterReconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named("wasmcluster").
 		For(&infrav1.WasmCluster{}).
-		Watches(newUnstructured(clusterGVK), handler.EnqueueRequestsFromMapFunc(clusterToWasmCluster)).
+		Watches(newUnstructured(clusterGVK), handler.EnqueueRequestsFromMapFunc(clusterToWasmCluster),
+			builder.WithPredicates(clusterChanged)).
 		Complete(r)
 }
 

@@ -65,15 +65,6 @@ func (r *MachineReconciler) reconcile(ctx context.Context, s *scope) (reconcile.
 		s.notReady(infrav1.ReasonWaitingForCluster, fmt.Sprintf("Cluster %q not found", machine.clusterName()))
 		return reconcile.Result{}, nil
 	}
-	// The finalizer goes on before anything is created: whatever happens
-	// next (a crash mid-Create included), deletion looks for the instance.
-	if !controllerutil.ContainsFinalizer(wm, infrav1.FinalizerWasmMachine) {
-		if err := r.patchSpec(ctx, s, func(wm *infrav1.WasmMachine) {
-			controllerutil.AddFinalizer(wm, infrav1.FinalizerWasmMachine)
-		}); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
-		}
-	}
 	if !cluster.infrastructureProvisioned() {
 		s.notReady(infrav1.ReasonWaitingForCluster, fmt.Sprintf("waiting for Cluster %q's infrastructure to be provisioned", machine.clusterName()))
 		return reconcile.Result{}, nil
@@ -134,6 +125,18 @@ func (r *MachineReconciler) create(ctx context.Context, s *scope, machine *capiM
 	if err != nil {
 		s.notReady(infrav1.ReasonWaitingForBootstrapData, err.Error())
 		return reconcile.Result{}, err
+	}
+	// The finalizer goes on before the provider is asked for anything
+	// that may make an instance: whatever happens next (a crash
+	// mid-Create included), deletion looks for it. Not earlier: a
+	// WasmMachine whose provider never served it has nothing to clean up,
+	// and is deleted without one.
+	if !controllerutil.ContainsFinalizer(wm, infrav1.FinalizerWasmMachine) {
+		if err := r.patchSpec(ctx, s, func(wm *infrav1.WasmMachine) {
+			controllerutil.AddFinalizer(wm, infrav1.FinalizerWasmMachine)
+		}); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
 	}
 	// The namespace lets the provider resolve the spec's Secret and
 	// ConfigMap references, as in a machine-controller Machine's.
@@ -236,9 +239,11 @@ func (r *MachineReconciler) reconcileDelete(ctx context.Context, s *scope, kubel
 		s.log.Info("deletion in progress", "attempt", r.deleteBackoff.NumRequeues(s.req), "next", after)
 		return reconcile.Result{RequeueAfter: after}, nil
 	}
+	// Not found: a reconcile of a stale cached copy, after the one that
+	// removed the finalizer; the WasmMachine is gone, as it should be.
 	if err := r.patchSpec(ctx, s, func(wm *infrav1.WasmMachine) {
 		controllerutil.RemoveFinalizer(wm, infrav1.FinalizerWasmMachine)
-	}); err != nil {
+	}); client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)
 	}
 	s.gone = true

@@ -327,6 +327,17 @@ func TestMachineProviderNotServing(t *testing.T) {
 	if n := testutil.ToFloat64(e.r.metrics.reconciles.WithLabelValues("error")); n != 4 {
 		t.Fatalf("reconciles{result=error} = %v, want 4", n)
 	}
+	// Never served, so no finalizer: it is deleted at once, without a
+	// provider that could say whether an instance exists.
+	if f := e.get().Finalizers; len(f) != 0 {
+		t.Fatalf("finalizers %v before any provider call", f)
+	}
+	if err := e.c.Delete(context.Background(), e.get()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Get(context.Background(), key, &infrav1.WasmMachine{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("deleted WasmMachine: %v, want it gone", err)
+	}
 }
 
 // AddDefaults' answer is stored in the WasmMachine's spec before Create,

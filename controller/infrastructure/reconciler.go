@@ -125,9 +125,11 @@ func (r *MachineReconciler) SetupWithManager(mgr manager.Manager) error {
 	}
 	return builder.ControllerManagedBy(mgr).
 		Named("wasmmachine").
-		For(&infrav1.WasmMachine{}).
-		Watches(newUnstructured(machineGVK), handler.EnqueueRequestsFromMapFunc(machineToWasmMachine)).
-		Watches(newUnstructured(clusterGVK), handler.EnqueueRequestsFromMapFunc(r.clusterToWasmMachines)).
+		For(&infrav1.WasmMachine{}, builder.WithPredicates(wasmMachineChanged)).
+		Watches(newUnstructured(machineGVK), handler.EnqueueRequestsFromMapFunc(machineToWasmMachine),
+			builder.WithPredicates(machineChanged)).
+		Watches(newUnstructured(clusterGVK), handler.EnqueueRequestsFromMapFunc(r.clusterToWasmMachines),
+			builder.WithPredicates(clusterChanged)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.opts.Workers}).
 		Complete(r)
 }
