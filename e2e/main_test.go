@@ -72,8 +72,13 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 
 	start := time.Now()
+	capiCRDs, err := capiCRDDir() // clusterapi_env_test.go
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "controller", "crd")},
+		CRDDirectoryPaths:     []string{filepath.Join(root, "controller", "crd"), capiCRDs},
 		ErrorIfCRDPathMissing: true,
 	}
 	// v1.37 refuses --advertise-address=127.0.0.1 with the default
