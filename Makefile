@@ -258,7 +258,7 @@ E2E_FLAGS ?= -v
 kube-binaries:
 	hack/kube-binaries.sh
 
-## e2e: the Machine controller end to end on a real API server
+## e2e: the Machine controller and the Cluster API provider end to end on a real API server
 e2e: e2e-vet
 	assets=$$(hack/kube-binaries.sh) && cd e2e && KUBEBUILDER_ASSETS=$$assets GOFLAGS="$$GOFLAGS -mod=mod" \
 	  $(GO) test -tags e2e $(TESTFLAGS) $(E2E_FLAGS) ./...

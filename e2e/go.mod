@@ -1,8 +1,10 @@
 // The end-to-end tests: a real kube-apiserver and etcd (envtest), the
 // wasmprov controller as a separate process, the Hetzner provider built to
-// wasm, and the Hetzner API simulator. A module of its own so that envtest's
-// dependencies stay out of the main go.mod and `go test ./...` in the
-// repository root does not run these tests.
+// wasm, and the Hetzner API simulator; for the Cluster API provider, Cluster
+// API's own core controllers in the test binary. A module of its own so that
+// envtest's and Cluster API's dependencies (Kubernetes v0.36.3) stay out of
+// the main go.mod and `go test ./...` in the repository root does not run
+// these tests.
 module github.com/wasmprov/wasmprov/e2e
 
 go 1.26.0

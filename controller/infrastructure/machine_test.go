@@ -2,6 +2,7 @@ package infrastructure
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -376,5 +377,23 @@ func TestMachineMessageClipped(t *testing.T) {
 	e.mustReconcile()
 	if c := e.condition(infrav1.ConditionTerminalFailure); len(c.Message) > maxConditionMessage || !strings.HasSuffix(c.Message, "…") {
 		t.Fatalf("message of %d bytes", len(c.Message))
+	}
+}
+
+// A provider's addresses are bounded: at most maxAddresses, each cut.
+func TestAddressesBounded(t *testing.T) {
+	in := map[string]corev1.NodeAddressType{}
+	for i := range 100 {
+		in[fmt.Sprintf("10.0.%d.%d", i/256, i%256)] = corev1.NodeInternalIP
+	}
+	in[strings.Repeat("a", 10000)] = corev1.NodeHostName
+	out := addresses(in)
+	if len(out) != maxAddresses {
+		t.Fatalf("%d addresses", len(out))
+	}
+	for _, a := range addresses(map[string]corev1.NodeAddressType{strings.Repeat("a", 10000): corev1.NodeHostName}) {
+		if len(a.Address) > 256 {
+			t.Fatalf("address of %d bytes", len(a.Address))
+		}
 	}
 }
