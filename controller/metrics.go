@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"sync"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	"github.com/wasmprov/wasmprov/apis/providerconfig"
@@ -32,13 +31,7 @@ type metrics struct {
 	createdDesc *prometheus.Desc
 	deletedDesc *prometheus.Desc
 
-	mu     sync.Mutex
-	labels map[string]machineLabels // by Machine key, from MachineMetricsLabels
-}
-
-type machineLabels struct {
-	generation int64
-	labels     map[string]string
+	labels machinemetrics.Labels // by Machine key, from MachineMetricsLabels
 }
 
 func newMetrics(c *Controller) *metrics {
@@ -68,7 +61,6 @@ func newMetrics(c *Controller) *metrics {
 			"Timestamp of the machine's creation time", []string{"machine"}, nil),
 		deletedDesc: prometheus.NewDesc(metricsPrefix+"machine_deleted",
 			"Timestamp of the machine's deletion time", []string{"machine"}, nil),
-		labels: map[string]machineLabels{},
 	}
 	m.workers.Set(0)
 	m.errors.Add(0)
@@ -92,28 +84,15 @@ func (m *metrics) register(r prometheus.Registerer) error {
 // are asked once per Machine generation, during reconcile, so a scrape
 // never calls into a provider.
 func (m *metrics) observeLabels(ctx context.Context, log logger, machine *clusterv1alpha1.Machine, prov provider.Interface, provName string) {
-	key := keyOf(machine)
-	m.mu.Lock()
-	cached, ok := m.labels[key]
-	m.mu.Unlock()
-	if ok && cached.generation == machine.Generation {
-		return
-	}
-	labels, err := prov.MachineMetricsLabels(ctx, machine, nil)
+	err := m.labels.Observe(keyOf(machine), machine.Generation, func() (map[string]string, error) {
+		return prov.MachineMetricsLabels(ctx, machine, nil)
+	})
 	if err != nil {
 		log.Info("MachineMetricsLabels failed", "err", err)
-		return
 	}
-	m.mu.Lock()
-	m.labels[key] = machineLabels{generation: machine.Generation, labels: labels}
-	m.mu.Unlock()
 }
 
-func (m *metrics) forget(key string) {
-	m.mu.Lock()
-	delete(m.labels, key)
-	m.mu.Unlock()
-}
+func (m *metrics) forget(key string) { m.labels.Forget(key) }
 
 // machineCollector exports machine_controller_machines_total like
 // machine-controller's MachineCollector: one series per distinct label set
@@ -132,7 +111,6 @@ func (mc *machineCollector) Collect(ch chan<- prometheus.Metric) {
 	m := (*metrics)(mc)
 	objs := m.c.informer.GetStore().List()
 	rows := make([]machinemetrics.Row, 0, len(objs))
-	m.mu.Lock()
 	for _, o := range objs {
 		machine := o.(*clusterv1alpha1.Machine)
 		ch <- prometheus.MustNewConstMetric(m.createdDesc, prometheus.GaugeValue,
@@ -142,14 +120,13 @@ func (mc *machineCollector) Collect(ch chan<- prometheus.Metric) {
 				float64(machine.DeletionTimestamp.Unix()), machine.Name)
 		}
 		row := machinemetrics.Row{Fixed: map[string]string{"kubelet_version": machine.Spec.Versions.Kubelet},
-			Provider: m.labels[keyOf(machine)].labels}
+			Provider: m.labels.Get(keyOf(machine))}
 		if cfg, err := providerconfig.GetConfig(machine.Spec.ProviderSpec.Value); err == nil {
 			row.Fixed["provider"] = string(cfg.CloudProvider)
 			row.Fixed["os"] = string(cfg.OperatingSystem)
 		}
 		rows = append(rows, row)
 	}
-	m.mu.Unlock()
 	machinemetrics.Collect(ch, metricsPrefix+"machines_total",
 		"Number of machines by kubelet version, provider, OS and the provider's MachineMetricsLabels",
 		[]string{"kubelet_version", "os", "provider"}, rows)

@@ -3,7 +3,6 @@ package infrastructure
 import (
 	"context"
 	"sort"
-	"sync"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
 	infrav1 "github.com/wasmprov/wasmprov/apis/infrastructure/v1alpha1"
@@ -24,13 +23,7 @@ type metrics struct {
 	creates    prometheus.Counter
 	deletes    prometheus.Counter
 
-	mu     sync.Mutex
-	labels map[string]labelsAt // by WasmMachine key, from MachineMetricsLabels
-}
-
-type labelsAt struct {
-	generation int64
-	labels     map[string]string
+	labels machinemetrics.Labels // by WasmMachine key, from MachineMetricsLabels
 }
 
 func newMetrics(r *MachineReconciler) *metrics {
@@ -45,7 +38,6 @@ func newMetrics(r *MachineReconciler) *metrics {
 			Name: "wasmprov_wasmmachine_instance_creates_total", Help: "Successful provider Create calls for WasmMachines"}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wasmprov_wasmmachine_instance_deletes_total", Help: "WasmMachine instances deleted (Cleanup done, finalizer removed)"}),
-		labels: map[string]labelsAt{},
 	}
 	for _, r := range []string{"success", "requeue", "error"} {
 		m.reconciles.WithLabelValues(r)
@@ -66,28 +58,15 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 // WasmMachine, asked once per generation during reconcile so that a
 // scrape never calls into a provider.
 func (m *metrics) observeLabels(ctx context.Context, s *scope, prov provider.Interface, provName string) {
-	key := s.req.String()
-	m.mu.Lock()
-	cached, ok := m.labels[key]
-	m.mu.Unlock()
-	if ok && cached.generation == s.wm.Generation {
-		return
-	}
-	labels, err := prov.MachineMetricsLabels(ctx, machineView(s.wm, ""), nil)
+	err := m.labels.Observe(s.req.String(), s.wm.Generation, func() (map[string]string, error) {
+		return prov.MachineMetricsLabels(ctx, machineView(s.wm, ""), nil)
+	})
 	if err != nil {
 		s.log.Info("MachineMetricsLabels failed", "provider", provName, "err", err)
-		return
 	}
-	m.mu.Lock()
-	m.labels[key] = labelsAt{generation: s.wm.Generation, labels: labels}
-	m.mu.Unlock()
 }
 
-func (m *metrics) forget(key string) {
-	m.mu.Lock()
-	delete(m.labels, key)
-	m.mu.Unlock()
-}
+func (m *metrics) forget(key string) { m.labels.Forget(key) }
 
 // wasmMachineCollector exports wasmprov_wasmmachines_total: WasmMachines
 // by provider, OS and the provider's MachineMetricsLabels, as
@@ -106,17 +85,15 @@ func (mc *wasmMachineCollector) Collect(ch chan<- prometheus.Metric) {
 		return // the cache is not started (a standby replica, or before the start)
 	}
 	rows := make([]machinemetrics.Row, 0, len(list.Items))
-	m.mu.Lock()
 	for i := range list.Items {
 		wm := &list.Items[i]
-		row := machinemetrics.Row{Fixed: map[string]string{}, Provider: m.labels[client.ObjectKeyFromObject(wm).String()].labels}
+		row := machinemetrics.Row{Fixed: map[string]string{}, Provider: m.labels.Get(client.ObjectKeyFromObject(wm).String())}
 		if cfg, err := providerconfig.GetConfig(&wm.Spec.ProviderSpec); err == nil {
 			row.Fixed["provider"] = string(cfg.CloudProvider)
 			row.Fixed["os"] = string(cfg.OperatingSystem)
 		}
 		rows = append(rows, row)
 	}
-	m.mu.Unlock()
 	machinemetrics.Collect(ch, "wasmprov_wasmmachines_total",
 		"Number of WasmMachines by provider, OS and the provider's MachineMetricsLabels",
 		[]string{"os", "provider"}, rows)

@@ -8,6 +8,7 @@ package machinemetrics
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -103,4 +104,53 @@ func SanitizeLabel(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// Labels caches each machine's provider labels by generation: asked of
+// the provider once per generation, during reconcile, so that a scrape
+// never calls into a provider. Safe for concurrent use.
+type Labels struct {
+	mu sync.Mutex
+	m  map[string]labelsAt
+}
+
+type labelsAt struct {
+	generation int64
+	labels     map[string]string
+}
+
+// Observe calls ask for the machine key's labels unless those of its
+// generation are cached; ask's error is returned and nothing is cached.
+func (l *Labels) Observe(key string, generation int64, ask func() (map[string]string, error)) error {
+	l.mu.Lock()
+	cached, ok := l.m[key]
+	l.mu.Unlock()
+	if ok && cached.generation == generation {
+		return nil
+	}
+	labels, err := ask()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]labelsAt{}
+	}
+	l.m[key] = labelsAt{generation: generation, labels: labels}
+	l.mu.Unlock()
+	return nil
+}
+
+// Get returns the machine key's cached labels (nil if none).
+func (l *Labels) Get(key string) map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[key].labels
+}
+
+// Forget drops the machine key's labels.
+func (l *Labels) Forget(key string) {
+	l.mu.Lock()
+	delete(l.m, key)
+	l.mu.Unlock()
 }
