@@ -101,7 +101,7 @@ conformance: cli guests c-guests
 # compiles the other guests it builds (the runtime's and the registry's
 # test guests) the same way, through a plain-built helper
 # (internal/testing/testhost/precompile, $WASMPROV_TEST_PRECOMPILE).
-RACE_PKGS := ./cassette/... ./cloudprovider/... ./internal/hostmodule ./runtime/oci \
+RACE_PKGS := ./cassette/... ./cloudprovider/... ./internal/hostmodule ./internal/ratelimit ./runtime/oci \
 	./runtime ./runtime/native ./runtime/registry ./runtime/metrics ./runtime/internal/engine/... ./runtime/internal/mmapmem \
 	./runtime/internal/instrumented ./runtime/internal/pool ./runtime/internal/wasip1
 PLAIN_PKGS := ./abi/... ./apis/... ./cloud/... ./guests/... ./hostfuncs ./provider ./internal/guesttext ./conformance/... ./examples/... \

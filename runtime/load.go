@@ -201,6 +201,7 @@ func (r *Runtime) newEnv(name string, logger *slog.Logger, policy Policy, aliase
 			MaxRequestBodyBytes: policy.MaxHTTPRequestBytes,
 			MaxRedirects:        policy.MaxHTTPRedirects,
 			Timeout:             time.Duration(policy.HTTPTimeout),
+			Limiter:             r.limiter(name, policy),
 		}.WithHostAliases(aliases)),
 		ConfigVar: hostmodule.ConfigVarSource{Client: r.cfg.kube, AllowedEnv: policy.AllowedEnv,
 			AllowedNamespaces: policy.AllowedSecretNamespaces},

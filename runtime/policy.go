@@ -47,6 +47,18 @@ type Policy struct {
 	// HTTPTimeout bounds one http_do request within the call
 	// (DefaultHTTPTimeout).
 	HTTPTimeout Duration `json:"httpTimeout,omitempty"`
+	// HTTPRequestsPerSecond paces the provider's http_do requests, over
+	// every instance and version of the provider (a token bucket of
+	// HTTPBurst requests, default 1): a cloud's API rate limit kept by
+	// the host rather than hit. Paced, a 429 (or a 503 with Retry-After,
+	// or RateLimit-Remaining 0 with RateLimit-Reset) also holds every
+	// request of the provider for as long as the cloud asked (at most 10
+	// minutes). A request that could not be sent before its call's
+	// deadline fails at once. 0: unpaced, and the cloud's answers are the
+	// provider's own business.
+	HTTPRequestsPerSecond float64 `json:"httpRequestsPerSecond,omitempty"`
+	// HTTPBurst is the burst of HTTPRequestsPerSecond (default 1).
+	HTTPBurst int `json:"httpBurst,omitempty"`
 	// AllowedEnv lists host environment variables config_var may fall back
 	// to (e.g. HZ_TOKEN).
 	AllowedEnv []string `json:"allowedEnv,omitempty"`
@@ -123,6 +135,8 @@ const (
 	// response headers' bytes, of every provider.
 	DefaultMaxHTTPHeaders     = hostmodule.DefaultMaxHeaders
 	DefaultMaxHTTPHeaderBytes = hostmodule.DefaultMaxHeaderBytes
+	// MaxHTTPBurst is the largest HTTPBurst a policy may set.
+	MaxHTTPBurst = 10000
 )
 
 func (p Policy) withDefaults() Policy {

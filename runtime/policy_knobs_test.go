@@ -13,17 +13,19 @@ import (
 // enforce, each with the function that does. Every other field is a host
 // function's knob and must be copied into its sub-policy by newEnv.
 var enforcedOutsideNewEnv = map[string]string{
-	"HostAliases":         "Load (aliases resolved once per version, passed to newEnv)",
-	"Capabilities":        "grantCustom (custom host functions granted by name)",
-	"SHA256":              "Load (the module's digest pin)",
-	"MemoryLimitMiB":      "compileDigest (the engine's memory limit)",
-	"PoolSize":            "Load (the pool)",
-	"Prewarm":             "Load (the pool)",
-	"IdleTimeout":         "Load (the pool's reaper)",
-	"CallTimeout":         "Provider calls (the call deadline)",
-	"LoadTimeout":         "Load and Inspect",
-	"MaxTableEntries":     "loadLimits (the precheck)",
-	"MaxCallsPerInstance": "Provider calls (instance recycling)",
+	"HostAliases":           "Load (aliases resolved once per version, passed to newEnv)",
+	"Capabilities":          "grantCustom (custom host functions granted by name)",
+	"SHA256":                "Load (the module's digest pin)",
+	"MemoryLimitMiB":        "compileDigest (the engine's memory limit)",
+	"PoolSize":              "Load (the pool)",
+	"Prewarm":               "Load (the pool)",
+	"IdleTimeout":           "Load (the pool's reaper)",
+	"CallTimeout":           "Provider calls (the call deadline)",
+	"LoadTimeout":           "Load and Inspect",
+	"MaxTableEntries":       "loadLimits (the precheck)",
+	"MaxCallsPerInstance":   "Provider calls (instance recycling)",
+	"HTTPRequestsPerSecond": "limiter (pacing.go: the provider name's limiter, shared by its versions, handed to newEnv's HTTP policy)",
+	"HTTPBurst":             "limiter (pacing.go)",
 }
 
 // TestEveryPolicyKnobIsEnforced guards the one place Policy is copied

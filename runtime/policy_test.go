@@ -34,6 +34,8 @@ sha256: abc
 		"capabilities: [teleport]", // unknown capability
 		"poolSize: -1\n",
 		"idleTimeout: -1s\n",
+		"httpRequestsPerSecond: -1\n",
+		"httpBurst: 20000\n", // past MaxHTTPBurst
 		"poolSize: [\n",
 		"poolSize: 1\npoolSize: 2\n", // duplicate key
 	} {

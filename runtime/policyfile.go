@@ -39,8 +39,12 @@ func ParsePolicy(b []byte) (Policy, error) {
 	if _, err := p.grant(0); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}
-	if p.PoolSize < 0 || p.Prewarm < 0 || p.MaxHTTPResponseBytes < 0 || p.CallTimeout < 0 || p.LoadTimeout < 0 || p.IdleTimeout < 0 {
-		return Policy{}, fmt.Errorf("policy: poolSize, prewarm, maxHTTPResponseBytes, callTimeout, loadTimeout and idleTimeout must not be negative")
+	if p.PoolSize < 0 || p.Prewarm < 0 || p.MaxHTTPResponseBytes < 0 || p.CallTimeout < 0 || p.LoadTimeout < 0 || p.IdleTimeout < 0 ||
+		p.HTTPRequestsPerSecond < 0 || p.HTTPBurst < 0 {
+		return Policy{}, fmt.Errorf("policy: poolSize, prewarm, maxHTTPResponseBytes, callTimeout, loadTimeout, idleTimeout, httpRequestsPerSecond and httpBurst must not be negative")
+	}
+	if p.HTTPBurst > MaxHTTPBurst {
+		return Policy{}, fmt.Errorf("policy: httpBurst %d is more than %d", p.HTTPBurst, MaxHTTPBurst)
 	}
 	return p, nil
 }

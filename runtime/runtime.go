@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmprov/wasmprov/abi"
 	"github.com/wasmprov/wasmprov/hostfuncs"
+	"github.com/wasmprov/wasmprov/internal/ratelimit"
 	"github.com/wasmprov/wasmprov/runtime/internal/engine"
 	"github.com/wasmprov/wasmprov/runtime/internal/resultcache"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -30,6 +31,8 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	providers map[*Provider]struct{}
+	// limiters pace each provider name's HTTP (pacing.go).
+	limiters map[string]*ratelimit.Limiter
 }
 
 type config struct {

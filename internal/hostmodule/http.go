@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/abi"
+	"github.com/wasmprov/wasmprov/internal/ratelimit"
 )
 
 // HTTP is the outbound HTTP of one provider version: its policy, with the
@@ -50,6 +51,14 @@ func NewHTTP(p HTTPPolicy) *HTTP {
 	}
 	h.client = &http.Client{Transport: rt, CheckRedirect: h.checkRedirect}
 	return h
+}
+
+// Limiter returns the policy's limiter (nil: unpaced).
+func (h *HTTP) Limiter() *ratelimit.Limiter {
+	if h == nil {
+		return nil
+	}
+	return h.policy.Limiter
 }
 
 // Close drops the connections kept alive for this policy, e.g. when its
@@ -148,6 +157,20 @@ func sendHTTP(ctx context.Context, c *Call, req *abi.HTTPRequest) (*abi.HTTPResp
 	if headerBytes > p.MaxHeaderBytes {
 		return nil, errorf(abi.ErrnoTooLarge, "request headers of %d bytes exceed the limit of %d", headerBytes, p.MaxHeaderBytes)
 	}
+	// The wait counts against the call's deadline, not the request's own
+	// timeout: a request that cannot leave before the call ends is not
+	// sent at all.
+	if l := p.Limiter; l != nil {
+		waited, err := l.Wait(ctx)
+		if err != nil {
+			c.logger().Info("http request not sent: rate limited", "method", req.Method, "url", redactURL(u),
+				"waited", waited, "reason", err.Error())
+			return nil, errorf(abi.ErrnoFailed, "%s %s: %v", req.Method, redactURL(u), err)
+		}
+		if waited > 0 {
+			c.logger().Debug("http request paced", "method", req.Method, "url", redactURL(u), "waited", waited)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	var body io.Reader = http.NoBody
@@ -181,6 +204,9 @@ func sendHTTP(ctx context.Context, c *Call, req *abi.HTTPRequest) (*abi.HTTPResp
 		return nil, errorf(abi.ErrnoFailed, "%s %s: %v", req.Method, redactURL(u), redactError(err))
 	}
 	defer resp.Body.Close()
+	if l := p.Limiter; l != nil {
+		l.Observe(resp.StatusCode, resp.Header)
+	}
 	max := p.MaxResponseBytes
 	rbody, err := readBody(resp, max)
 	if err != nil {

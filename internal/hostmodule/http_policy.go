@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wasmprov/wasmprov/internal/hostalias"
+	"github.com/wasmprov/wasmprov/internal/ratelimit"
 )
 
 // The defaults of HTTPPolicy's zero fields, applied by NewHTTP and nowhere
@@ -80,6 +81,10 @@ type HTTPPolicy struct {
 	// TLSConfig configures TLS, e.g. a private CA; nil means the system's
 	// roots.
 	TLSConfig *tls.Config
+	// Limiter paces the requests (nil: unpaced): it is the provider's, shared
+	// by every version, so the host waits for it before each request and
+	// tells it each answer (a 429's Retry-After holds them all).
+	Limiter *ratelimit.Limiter
 	// hostAliases sends requests for a host elsewhere (hostalias.Parse:
 	// loopback targets only). Set with WithHostAliases.
 	hostAliases hostalias.Aliases

@@ -45,6 +45,12 @@ const (
 	ImagePullSeconds        = "wasmprov_provider_image_pull_seconds_total"
 	VerificationsTotal      = "wasmprov_provider_image_verifications_total"
 	VerificationSeconds     = "wasmprov_provider_image_verification_seconds_total"
+	HTTPRateLimit           = "wasmprov_provider_http_rate_limit"
+	HTTPThrottledTotal      = "wasmprov_provider_http_throttled_requests_total"
+	HTTPThrottledSeconds    = "wasmprov_provider_http_throttled_seconds_total"
+	HTTPTooManyTotal        = "wasmprov_provider_http_429_total"
+	HTTPBackoffsTotal       = "wasmprov_provider_http_backoffs_total"
+	HTTPDeadlineTotal       = "wasmprov_provider_http_deadline_refusals_total"
 )
 
 // DefaultBuckets suit provider calls: tens of microseconds for a local
@@ -60,8 +66,9 @@ type Collector struct {
 
 	reg atomic.Pointer[registry.Registry]
 
-	poolSize, instances, inUse, created, discarded, reloads, draining, serving, info *prometheus.Desc
-	stale, pulls, pullSeconds, verifications, verifySeconds                          *prometheus.Desc
+	poolSize, instances, inUse, created, discarded, reloads, draining, serving, info   *prometheus.Desc
+	stale, pulls, pullSeconds, verifications, verifySeconds                            *prometheus.Desc
+	httpRate, httpThrottled, httpThrottledSeconds, http429, httpBackoffs, httpDeadline *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -110,6 +117,14 @@ func New(opts ...Option) *Collector {
 		verifications: prometheus.NewDesc(VerificationsTotal, "Signature verifications of pulled artifacts, by result: ok or failed.",
 			[]string{"provider", "result"}, nil),
 		verifySeconds: prometheus.NewDesc(VerificationSeconds, "Time spent verifying signatures.", p, nil),
+		httpRate:      prometheus.NewDesc(HTTPRateLimit, "The provider's HTTP requests per second allowed by its policy (0: unpaced).", p, nil),
+		httpThrottled: prometheus.NewDesc(HTTPThrottledTotal,
+			"Outbound HTTP requests that waited for the provider's rate limit or a backoff the cloud asked for, over every version.", p, nil),
+		httpThrottledSeconds: prometheus.NewDesc(HTTPThrottledSeconds, "Time outbound HTTP requests waited for the rate limit or a backoff.", p, nil),
+		http429:              prometheus.NewDesc(HTTPTooManyTotal, "429 Too Many Requests answers the provider's requests got.", p, nil),
+		httpBackoffs: prometheus.NewDesc(HTTPBackoffsTotal,
+			"Answers that held every request of the provider (429, 503 with Retry-After, RateLimit-Remaining 0).", p, nil),
+		httpDeadline: prometheus.NewDesc(HTTPDeadlineTotal, "Outbound HTTP requests not sent because their call's deadline came before the rate limit allowed them.", p, nil),
 	}
 }
 
@@ -143,7 +158,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.duration.Describe(ch)
 	c.retries.Describe(ch)
 	for _, d := range []*prometheus.Desc{c.poolSize, c.instances, c.inUse, c.created, c.discarded, c.reloads, c.draining, c.serving, c.info,
-		c.stale, c.pulls, c.pullSeconds, c.verifications, c.verifySeconds} {
+		c.stale, c.pulls, c.pullSeconds, c.verifications, c.verifySeconds,
+		c.httpRate, c.httpThrottled, c.httpThrottledSeconds, c.http429, c.httpBackoffs, c.httpDeadline} {
 		ch <- d
 	}
 }
@@ -179,6 +195,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.serving, gauge, serving, n)
 		ch <- prometheus.MustNewConstMetric(c.stale, gauge, stale, n)
+		h := s.HTTP
+		ch <- prometheus.MustNewConstMetric(c.httpRate, gauge, h.RequestsPerSecond, n)
+		ch <- prometheus.MustNewConstMetric(c.httpThrottled, counter, float64(h.Waits), n)
+		ch <- prometheus.MustNewConstMetric(c.httpThrottledSeconds, counter, h.Waited.Seconds(), n)
+		ch <- prometheus.MustNewConstMetric(c.http429, counter, float64(h.TooManyRequests), n)
+		ch <- prometheus.MustNewConstMetric(c.httpBackoffs, counter, float64(h.Backoffs), n)
+		ch <- prometheus.MustNewConstMetric(c.httpDeadline, counter, float64(h.DeadlineExceeded), n)
 		if s.Image != "" || s.PullsOK+s.PullsFailed > 0 {
 			ch <- prometheus.MustNewConstMetric(c.pulls, counter, float64(s.PullsOK), n, "ok")
 			ch <- prometheus.MustNewConstMetric(c.pulls, counter, float64(s.PullsFailed), n, "failed")

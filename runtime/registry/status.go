@@ -109,6 +109,9 @@ type Status struct {
 	VerificationsOK     int64   `json:"verificationsOK,omitempty"`
 	VerificationsFailed int64   `json:"verificationsFailed,omitempty"`
 	VerifySeconds       float64 `json:"verifySeconds,omitempty"`
+	// HTTP is the pacing of the provider's outbound HTTP, over every
+	// version (the serving version's limiter is the name's).
+	HTTP runtime.HTTPPacing `json:"http,omitzero"`
 }
 
 // Status reports every provider name the registry is configured with,
@@ -144,6 +147,7 @@ func (r *Registry) Status() []Status {
 		if cur != nil {
 			add(cur)
 			s.Serving, s.SHA256, s.PoolSize, s.LoadedAt = true, cur.SHA256(), cur.Policy().PoolSize, st.loadedAt
+			s.HTTP = cur.HTTPPacing()
 			s.Image, s.ImageDigest = st.image, st.imageDigest
 		}
 		s.Draining = len(st.draining)
