@@ -22,6 +22,7 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/wasmprov/wasmprov/apis/cluster/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller/internal/createcap"
 	"github.com/wasmprov/wasmprov/controller/internal/workers"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,6 +78,11 @@ type Options struct {
 	// MetricsSetter are handed their Machines (default 10m, as
 	// machine-controller; negative disables).
 	MetricsInterval time.Duration
+	// MaxConcurrentCreatesPerProvider and MaxConcurrentCreatesPerOwner cap
+	// the Creates running at once, per provider and per owner (the
+	// Machine's controller, a MachineSet): a Machine that finds no slot is
+	// looked at again after PollInterval. 0: uncapped.
+	MaxConcurrentCreatesPerProvider, MaxConcurrentCreatesPerOwner int
 	// MoreMachines, if set, returns the Machines another controller of
 	// this process serves through the same providers — the Cluster API
 	// controller's WasmMachines, as their providers see them
@@ -138,7 +144,9 @@ type Controller struct {
 	metrics  *metrics
 	// deleteBackoff paces Cleanup calls of deletions in progress.
 	deleteBackoff workqueue.TypedRateLimiter[string]
-	started       atomic.Bool
+	// caps are the Create caps.
+	caps    *createcap.Caps
+	started atomic.Bool
 	// leading while Run runs (see IsLeader).
 	leading atomic.Bool
 }
@@ -182,7 +190,8 @@ func New(opts Options) (*Controller, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	c := &Controller{opts: opts, log: opts.Logger,
-		deleteBackoff: newDeleteBackoff(opts.PollInterval, opts.MaxDeletePollInterval)}
+		deleteBackoff: newDeleteBackoff(opts.PollInterval, opts.MaxDeletePollInterval),
+		caps:          createcap.New(opts.MaxConcurrentCreatesPerProvider, opts.MaxConcurrentCreatesPerOwner)}
 	mc, ns := opts.Machines, opts.Namespace
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

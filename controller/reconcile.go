@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -91,7 +92,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (result, error) 
 	switch {
 	case err == nil:
 	case cloudprovidererrors.IsNotFound(err):
-		return c.create(ctx, log, m, prov, data)
+		return c.create(ctx, log, m, prov, string(cfg.CloudProvider), data)
 	default:
 		return c.fail(ctx, m, err)
 	}
@@ -99,7 +100,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (result, error) 
 }
 
 func (c *Controller) create(ctx context.Context, log logger, m *clusterv1alpha1.Machine,
-	prov provider.Interface, data *provider.Data) (result, error) {
+	prov provider.Interface, provName string, data *provider.Data) (result, error) {
 	// The finalizer goes on before the instance exists: whatever happens
 	// next (a crash mid-Create included), deletion will look for it.
 	if !slices.Contains(m.Finalizers, FinalizerDeleteInstance) {
@@ -122,8 +123,14 @@ func (c *Controller) create(ctx context.Context, log logger, m *clusterv1alpha1.
 	if err != nil {
 		return result{}, fmt.Errorf("rendering userdata: %w", err)
 	}
+	release, ok := c.caps.TryAcquire(provName, ownerOf(m))
+	if !ok {
+		log.Debug("waiting for a Create slot", "provider", provName)
+		return result{requeueAfter: c.opts.PollInterval}, nil
+	}
 	log.Info("creating instance")
 	inst, err := prov.Create(ctx, m, data, userdata)
+	release()
 	if err != nil {
 		return c.fail(ctx, m, fmt.Errorf("creating instance: %w", err))
 	}
@@ -185,6 +192,15 @@ func (c *Controller) terminal(ctx context.Context, m *clusterv1alpha1.Machine, r
 		return result{}, fmt.Errorf("recording terminal error %s: %w", reason, err)
 	}
 	return result{terminal: true}, nil
+}
+
+// ownerOf names m's controller (its MachineSet), the unit of the
+// per-owner Create cap; "" if none.
+func ownerOf(m *clusterv1alpha1.Machine) string {
+	if ref := metav1.GetControllerOf(m); ref != nil {
+		return m.Namespace + "/" + ref.Kind + "/" + ref.Name
+	}
+	return ""
 }
 
 // addresses turns an instance's address map into a sorted list, so that the

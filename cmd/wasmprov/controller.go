@@ -38,21 +38,21 @@ func init() {
 
 // controllerFlags are the flags of `wasmprov controller`, parsed.
 type controllerFlags struct {
-	fs                                        *flag.FlagSet
-	kubeconfig, providersDir, namespace       *string
-	watch, leaderElect                        *bool
-	workers                                   *int
-	resync, poll, maxDeletePoll               *time.Duration
-	metricsInterval, shutdown                 *time.Duration
-	leNamespace, leName, leID                 *string
-	leaseDuration, renewDeadline, retryPeriod *time.Duration
-	metricsAddr, cacheDir, logLevel           *string
-	qps                                       *float64
-	burst                                     *int
-	images                                    *imageFlags
-	wasmProviders                             *wasmProviderFlags
-	clusterAPI                                *bool
-	level                                     slog.Level
+	fs                                           *flag.FlagSet
+	kubeconfig, providersDir, namespace          *string
+	watch, leaderElect                           *bool
+	workers, createsPerProvider, createsPerOwner *int
+	resync, poll, maxDeletePoll                  *time.Duration
+	metricsInterval, shutdown                    *time.Duration
+	leNamespace, leName, leID                    *string
+	leaseDuration, renewDeadline, retryPeriod    *time.Duration
+	metricsAddr, cacheDir, logLevel              *string
+	qps                                          *float64
+	burst                                        *int
+	images                                       *imageFlags
+	wasmProviders                                *wasmProviderFlags
+	clusterAPI                                   *bool
+	level                                        slog.Level
 }
 
 // parseControllerFlags parses and checks the command line; it connects
@@ -65,6 +65,8 @@ func parseControllerFlags(args []string) (*controllerFlags, error) {
 	f.watch = fs.Bool("watch", true, "hot-reload providers when files in -providers change")
 	f.namespace = fs.String("namespace", "", "only reconcile Machines in this namespace (default: all)")
 	f.workers = fs.Int("workers", 5, "number of Machines reconciled concurrently")
+	f.createsPerProvider = fs.Int("max-concurrent-creates-per-provider", 0, "cap of provider Create calls running at once per provider, for Machines and for WasmMachines (0: none)")
+	f.createsPerOwner = fs.Int("max-concurrent-creates-per-owner", 0, "cap of Create calls running at once per owner of a Machine (its MachineSet) (0: none)")
 	f.resync = fs.Duration("resync", 10*time.Minute, "period at which every Machine is reconciled again")
 	f.poll = fs.Duration("poll-interval", 5*time.Second, "how soon a Machine whose instance is being created or deleted is looked at again")
 	f.maxDeletePoll = fs.Duration("max-delete-poll-interval", 5*time.Minute, "cap of the backoff between calls of a provider's Delete while it reports the deletion in progress")
@@ -175,7 +177,8 @@ func runController(ctx context.Context, args []string) error {
 	var infra *infrastructure.MachineReconciler
 	c, err := controller.New(controller.Options{
 		Machines: machines, Kube: kube, Providers: reg, Namespace: *f.namespace,
-		Workers: *f.workers, ResyncPeriod: *f.resync, PollInterval: *f.poll, MaxDeletePollInterval: *f.maxDeletePoll,
+		Workers: *f.workers, ResyncPeriod: *f.resync,
+		MaxConcurrentCreatesPerProvider: *f.createsPerProvider, MaxConcurrentCreatesPerOwner: *f.createsPerOwner, PollInterval: *f.poll, MaxDeletePollInterval: *f.maxDeletePoll,
 		MetricsInterval: *f.metricsInterval, ShutdownTimeout: *f.shutdown,
 		Registerer: promReg, Recorder: recorder, Logger: logger,
 		MoreMachines: func(ctx context.Context) []clusterv1alpha1.Machine {

@@ -39,6 +39,7 @@ func setupClusterAPI(mgr manager.Manager, f *controllerFlags, reg *registry.Regi
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: reg, Recorder: recorder,
 		Logger: logger.With("component", "wasmmachine"), Workers: *f.workers, PollInterval: *f.poll,
 		MaxDeletePollInterval: *f.maxDeletePoll, ShutdownTimeout: *f.shutdown, Registerer: promReg,
+		MaxConcurrentCreatesPerProvider: *f.createsPerProvider, MaxConcurrentCreatesPerOwner: *f.createsPerOwner,
 	})
 	if err != nil {
 		return nil, err

@@ -77,6 +77,17 @@ func (m *capiMachine) kubeletVersion() string {
 	return strings.TrimPrefix(m.str("spec", "version"), "v")
 }
 
+// owner names the Machine's controller (its MachineSet, for a Machine of
+// a MachineDeployment): the unit of the per-owner Create cap; "" if none.
+func (m *capiMachine) owner() string {
+	for _, ref := range m.u.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			return m.u.GetNamespace() + "/" + ref.Kind + "/" + ref.Name
+		}
+	}
+	return ""
+}
+
 // capiCluster is the part of a Cluster API Cluster the reconciler reads.
 type capiCluster struct{ u *unstructured.Unstructured }
 

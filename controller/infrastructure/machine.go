@@ -102,7 +102,7 @@ func (r *MachineReconciler) reconcileNormal(ctx context.Context, s *scope, machi
 		r.event(wm, corev1.EventTypeWarning, EventInstanceGone, "the instance no longer exists")
 		return reconcile.Result{}, nil
 	}
-	return r.create(ctx, s, machine, prov, kubelet)
+	return r.create(ctx, s, machine, prov, name, kubelet)
 }
 
 func initialized(wm *infrav1.WasmMachine) *bool {
@@ -114,7 +114,7 @@ func initialized(wm *infrav1.WasmMachine) *bool {
 
 // create calls AddDefaults, Validate and Create, once the bootstrap data
 // is ready.
-func (r *MachineReconciler) create(ctx context.Context, s *scope, machine *capiMachine, prov provider.Interface, kubelet string) (reconcile.Result, error) {
+func (r *MachineReconciler) create(ctx context.Context, s *scope, machine *capiMachine, prov provider.Interface, provName, kubelet string) (reconcile.Result, error) {
 	wm := s.wm
 	secret := machine.bootstrapSecret()
 	if secret == "" {
@@ -157,8 +157,14 @@ func (r *MachineReconciler) create(ctx context.Context, s *scope, machine *capiM
 	if err := prov.Validate(nsCtx, view.Spec, nil); err != nil {
 		return r.fail(s, fmt.Errorf("validating the providerSpec: %w", err))
 	}
+	release, ok := r.caps.TryAcquire(provName, machine.owner())
+	if !ok {
+		s.notReady(infrav1.ReasonWaitingForCreateSlot, fmt.Sprintf("as many Creates as allowed are running for provider %q or this MachineSet", provName))
+		return reconcile.Result{RequeueAfter: r.opts.PollInterval}, nil
+	}
 	s.log.Info("creating instance")
 	inst, err := prov.Create(ctx, view, r.callData(ctx, kubelet), userdata)
+	release()
 	if err != nil {
 		return r.fail(s, fmt.Errorf("creating instance: %w", err))
 	}

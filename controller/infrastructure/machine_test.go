@@ -10,6 +10,7 @@ import (
 	"time"
 
 	infrav1 "github.com/wasmprov/wasmprov/apis/infrastructure/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller/internal/createcap"
 	"github.com/wasmprov/wasmprov/controller/internal/kubeclient"
 	"github.com/wasmprov/wasmprov/internal/testing/testlog"
 
@@ -395,5 +396,29 @@ func TestAddressesBounded(t *testing.T) {
 		if len(a.Address) > 256 {
 			t.Fatalf("address of %d bytes", len(a.Address))
 		}
+	}
+}
+
+// With the provider's Create cap reached, the WasmMachine waits for a
+// slot (Ready says so, no Create) and is looked at again; once a slot is
+// free, it is created.
+func TestMachineWaitsForACreateSlot(t *testing.T) {
+	e := newEnv(t)
+	e.r.caps = createcap.New(1, 0)
+	release, ok := e.r.caps.TryAcquire("cloud", "")
+	if !ok {
+		t.Fatal("no slot")
+	}
+	if res := e.mustReconcile(); res.RequeueAfter != time.Second {
+		t.Fatalf("%+v, want a requeue after the poll interval", res)
+	}
+	e.wantReady(metav1.ConditionFalse, infrav1.ReasonWaitingForCreateSlot)
+	if n := e.cloud.count("Create"); n != 0 {
+		t.Fatalf("%d Create calls beyond the cap", n)
+	}
+	release()
+	e.mustReconcile()
+	if n := e.cloud.count("Create"); n != 1 || e.r.caps.InFlight("cloud") != 0 {
+		t.Fatalf("%d Create calls, %d slots held after it returned", n, e.r.caps.InFlight("cloud"))
 	}
 }

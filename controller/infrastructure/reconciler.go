@@ -8,6 +8,7 @@ import (
 	"time"
 
 	infrav1 "github.com/wasmprov/wasmprov/apis/infrastructure/v1alpha1"
+	"github.com/wasmprov/wasmprov/controller/internal/createcap"
 	"github.com/wasmprov/wasmprov/provider"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +63,12 @@ type MachineOptions struct {
 	// RequeueAfter rather than returned to controller-runtime (default:
 	// per WasmMachine exponential backoff from 500ms to 5m).
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// MaxConcurrentCreatesPerProvider and MaxConcurrentCreatesPerOwner cap
+	// the Creates running at once, per provider and per owner of the
+	// Cluster API Machine (its MachineSet): a WasmMachine that finds no
+	// slot waits (Ready=False, WaitingForCreateSlot) and is looked at
+	// again after PollInterval. 0: uncapped.
+	MaxConcurrentCreatesPerProvider, MaxConcurrentCreatesPerOwner int
 	// Registerer receives the reconciler's metrics (nil: none).
 	Registerer prometheus.Registerer
 	// Clock times the ShutdownTimeout grace (default: the real clock).
@@ -71,6 +78,7 @@ type MachineOptions struct {
 // MachineReconciler reconciles WasmMachines: Cluster API's InfraMachine.
 type MachineReconciler struct {
 	opts          MachineOptions
+	caps          *createcap.Caps
 	log           *slog.Logger
 	deleteBackoff workqueue.TypedRateLimiter[reconcile.Request]
 	metrics       *metrics
@@ -104,6 +112,7 @@ func NewMachineReconciler(opts MachineOptions) (*MachineReconciler, error) {
 		opts.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](500*time.Millisecond, 5*time.Minute)
 	}
 	r := &MachineReconciler{opts: opts, log: opts.Logger,
+		caps:          createcap.New(opts.MaxConcurrentCreatesPerProvider, opts.MaxConcurrentCreatesPerOwner),
 		deleteBackoff: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.PollInterval, opts.MaxDeletePollInterval)}
 	r.metrics = newMetrics(r)
 	if opts.Registerer != nil {

@@ -220,6 +220,7 @@ const (
 	ReasonProvisioning            = "Provisioning" // created, not running yet
 	ReasonInstanceGone            = "InstanceGone" // provisioned once, not found since: not recreated
 	ReasonWaitingForCluster       = "WaitingForClusterInfrastructure"
+	ReasonWaitingForCreateSlot    = "WaitingForCreateSlot" // the per-provider or per-MachineSet cap of Creates in flight
 	ReasonWaitingForBootstrapData = "WaitingForBootstrapData"
 	ReasonWaitingForMachineOwner  = "WaitingForMachineOwner"
 	ReasonProviderNotServing      = "ProviderNotServing" // not configured, or failed to load
