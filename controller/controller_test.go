@@ -453,3 +453,29 @@ machine_controller_workers 3
 		t.Fatal(err)
 	}
 }
+
+// With one Create slot per provider, a second Machine waits while the
+// first Create runs, and is created once it returned.
+func TestCreateCapPerProvider(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxConcurrentCreatesPerProvider = 1 })
+	h.cloud.createStarted = make(chan struct{})
+	h.cloud.createRelease = make(chan struct{})
+	h.start()
+	h.machines.Create(machine("a", "mem", `{"size":"s"}`))
+	h.machines.Create(machine("b", "mem", `{"size":"s"}`))
+	<-h.cloud.createStarted
+	time.Sleep(200 * time.Millisecond) // ten poll intervals: the other Machine is retried, and kept out
+	h.cloud.mu.Lock()
+	entered := len(h.cloud.finalizersAtCreate)
+	h.cloud.createStarted = nil // the next Create does not block
+	h.cloud.mu.Unlock()
+	if entered != 1 {
+		t.Fatalf("%d Creates in flight under a cap of 1", entered)
+	}
+	close(h.cloud.createRelease)
+	eventually(t, "both Machines created", func() bool {
+		h.cloud.mu.Lock()
+		defer h.cloud.mu.Unlock()
+		return len(h.cloud.servers) == 2
+	})
+}
