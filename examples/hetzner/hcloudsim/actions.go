@@ -16,7 +16,7 @@ type action struct {
 
 func (s *Sim) newAction(now time.Time, command string, res []ActionResource, onEnd func()) *action {
 	a := &action{Action: Action{ID: s.id(), Command: command, Status: "running", Started: ts(now), Resources: res},
-		start: now, done: now.Add(s.opts.ActionDuration), onEnd: onEnd}
+		start: now, done: now.Add(s.actionDuration()), onEnd: onEnd}
 	s.actions[a.ID] = a
 	return a
 }

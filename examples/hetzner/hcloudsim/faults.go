@@ -154,8 +154,8 @@ func (s *Sim) faultResponse(w http.ResponseWriter, f *Fault) {
 }
 
 // serveControl is the simulator's own API, for tools driving a simulator
-// in another process: GET /_sim/state, POST /_sim/faults (a Fault),
-// DELETE /_sim/faults.
+// in another process: GET /_sim/state, GET /_sim/stats (RequestStats),
+// POST /_sim/faults (a Fault), DELETE /_sim/faults.
 func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if token != s.opts.Token {
@@ -173,6 +173,8 @@ func (s *Sim) serveControl(w http.ResponseWriter, r *http.Request) {
 		}
 		s.Inject(f)
 		writeJSON(w, 201, map[string]any{"fault": f})
+	case r.URL.Path == "/_sim/stats" && r.Method == http.MethodGet:
+		writeJSON(w, 200, s.RequestStats())
 	case r.URL.Path == "/_sim/faults" && r.Method == http.MethodDelete:
 		s.ClearFaults()
 		w.WriteHeader(204)

@@ -17,7 +17,31 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := &recorder{header: http.Header{}, status: 200}
-	f := s.takeFault(r)
+	d := s.decide()
+	served := d.latency <= 0 || delay(r, d.latency)
+	s.hostile.delayed(d, served)
+	if !served {
+		return
+	}
+	if d.limited {
+		for k, v := range d.header {
+			rec.header[k] = v
+		}
+		writeError(rec, errf(429, "rate_limit_exceeded", "limit of %g requests per second reached", s.opts.RequestsPerSecond))
+		s.record(r, rec.status, FaultRequestsPerSecond)
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body)
+		return
+	}
+	// An ErrorRate or DropRate roll takes the injected faults' path, before
+	// the handler.
+	f := d.fault
+	if f == nil {
+		f = s.takeFault(r)
+	}
 	fault := ""
 	if f != nil {
 		fault = f.Name

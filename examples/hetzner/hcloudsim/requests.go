@@ -11,7 +11,9 @@ type Request struct {
 	Path   string
 	Query  string
 	Status int
-	// Fault names the injected fault that shaped the answer, if any.
+	// Fault names the injected fault that shaped the answer, if any, or
+	// the hostile option: FaultRequestsPerSecond, FaultErrorRate,
+	// FaultDropRate.
 	Fault string
 	Time  time.Time
 }

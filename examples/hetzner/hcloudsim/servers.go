@@ -333,7 +333,7 @@ func (req *serverCreateRequest) publicNet() (v4, v6 bool) {
 // newServer builds the server a valid create request asks for, booting
 // from now on; it is not yet attached nor listed.
 func (s *Sim) newServer(req *serverCreateRequest, now time.Time, st *ServerType, img *Image, dc Datacenter, v4, v6 bool) *server {
-	srv := &server{userData: req.UserData, bootAt: now.Add(s.opts.BootDuration)}
+	srv := &server{userData: req.UserData, bootAt: now.Add(s.bootDuration())}
 	srv.ID = s.id()
 	srv.Name = req.Name
 	srv.Status = "initializing"

@@ -13,6 +13,11 @@
 // stays listed as "deleting" for a while (DeleteDelay, or a number of reads
 // with DeleteReads) before it disappears.
 //
+// Options make it a hostile cloud: LatencyP50/LatencyP99, ErrorRate,
+// DropRate, RequestsPerSecond/Burst (429 with Retry-After, counted by
+// RequestStats), ActionDurationP99 and BootDurationP99, reproducible with
+// Seed.
+//
 // Tests steer it with Inject (latency, 5xx, 429, garbage or truncated
 // bodies, dropped connections, before or after the real handler ran) and
 // read its state with Servers, Volumes, SSHKeys and Requests. Start
@@ -20,6 +25,7 @@
 package hcloudsim
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -54,6 +60,55 @@ type Options struct {
 	RateLimit int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// The hostile cloud (issue 30). Each is off when zero. They shape API
+	// requests (not /_sim/), decided when a request arrives, before the
+	// handler runs; a request they fail has no effect. Their order: the
+	// request rate limit (RequestsPerSecond), then the latency, then one
+	// roll for DropRate or ErrorRate, then the injected faults (Inject)
+	// and the handler.
+
+	// LatencyP50 and LatencyP99 delay every API request by a random
+	// duration: log-normal with that median and 99th percentile (ln of
+	// the delay is normal with mean ln(P50) and standard deviation
+	// ln(P99/P50)/2.326), a positive right-skewed latency pinned by two
+	// numbers. LatencyP50 > 0 turns it on; LatencyP99 <= LatencyP50 makes
+	// it the constant LatencyP50. The delay is real time, whatever Now,
+	// and ends early when the client goes away (the request then has no
+	// effect; RequestStats counts it Abandoned).
+	LatencyP50 time.Duration
+	LatencyP99 time.Duration
+	// ErrorRate (0..1) is the fraction of API requests answered with a
+	// 500 server_error, 502 bad_gateway or 503 unavailable (equally
+	// likely) Hetzner error object, without running the handler.
+	ErrorRate float64
+	// DropRate (0..1) is the fraction of API requests whose connection is
+	// closed without an answer (as Fault{Drop: true}), without running the
+	// handler. With ErrorRate, one roll decides: a request drops with
+	// probability DropRate, errs with probability ErrorRate (what is left
+	// of it when the two add up to more than 1).
+	DropRate float64
+	// RequestsPerSecond, when positive, is a token bucket over all API
+	// requests, refilled at that rate and holding Burst tokens (default
+	// RequestsPerSecond rounded up). A request finding it empty is
+	// answered 429 rate_limit_exceeded with Retry-After (seconds to the
+	// next token, rounded up), RateLimit-Limit (Burst),
+	// RateLimit-Remaining (0) and RateLimit-Reset (Unix time it is full).
+	// It follows Now. It comes on top of RateLimit, the hourly budget,
+	// whose RateLimit-* headers the other answers carry. RequestStats
+	// counts what it accepted and refused.
+	RequestsPerSecond float64
+	Burst             int
+	// ActionDurationP99, when above ActionDuration, makes each action's
+	// duration random: log-normal with median ActionDuration and this
+	// 99th percentile (as the latency).
+	ActionDurationP99 time.Duration
+	// BootDurationP99, when above BootDuration, makes each server's boot
+	// random the same way around BootDuration.
+	BootDurationP99 time.Duration
+	// Seed seeds the random choices above, for reproducible runs (0: a
+	// random seed).
+	Seed int64
 }
 
 // Sim is the simulated API. It is an http.Handler; mount it at the root,
@@ -83,6 +138,7 @@ type Sim struct {
 	remaining       float64
 	lastRefill      time.Time
 	maxRequests     int
+	hostile         *hostile
 }
 
 // New returns a simulator seeded with Hetzner's public catalogue: locations
@@ -107,6 +163,13 @@ func New(opts Options) *Sim {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	opts.ErrorRate, opts.DropRate = clamp01(opts.ErrorRate), clamp01(opts.DropRate)
+	if opts.ErrorRate+opts.DropRate > 1 {
+		opts.ErrorRate = 1 - opts.DropRate
+	}
+	if opts.RequestsPerSecond > 0 && opts.Burst <= 0 {
+		opts.Burst = int(math.Ceil(opts.RequestsPerSecond))
+	}
 	s := &Sim{
 		opts:            opts,
 		nextID:          1000,
@@ -122,6 +185,7 @@ func New(opts Options) *Sim {
 		remaining:       float64(opts.RateLimit),
 		lastRefill:      opts.Now(),
 		maxRequests:     10000,
+		hostile:         newHostile(&opts),
 	}
 	s.seed()
 	return s
