@@ -224,6 +224,13 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
+	return newWorldWith(t, hcloudsim.Options{RateLimit: 1_000_000, BootDuration: 300 * time.Millisecond, ActionDuration: 100 * time.Millisecond})
+}
+
+// newWorldWith is newWorld with a simulator of the given options (the
+// scale harness's hostile cloud).
+func newWorldWith(t *testing.T, opts hcloudsim.Options) *world {
+	t.Helper()
 	ctx := context.Background()
 	ns := "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	if len(ns) > 50 {
@@ -233,7 +240,7 @@ func newWorld(t *testing.T) *world {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sim := hcloudsim.New(hcloudsim.Options{RateLimit: 1_000_000, BootDuration: 300 * time.Millisecond, ActionDuration: 100 * time.Millisecond})
+	sim := hcloudsim.New(opts)
 	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hetzner"},
 		StringData: map[string]string{"token": sim.Token()}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
