@@ -120,12 +120,15 @@ func apiserverMetrics(ctx context.Context) (metricSet, error) {
 // writeVerbs are the verbs of apiserver_request_total that write.
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "DELETECOLLECTION": true}
 
-// apiWrites sums apiserver_request_total's writes by resource
-// (group/resource[/subresource]).
+// apiWrites sums apiserver_request_total's writes by resource and verb
+// ("group/resource[/subresource] VERB"); those answered with an error
+// are counted under "... VERB failed CODE" too (409 Conflict, 404 Not
+// Found...).
 func apiWrites(m metricSet) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range m["apiserver_request_total"] {
-		if !writeVerbs[s.labels["verb"]] {
+		verb := s.labels["verb"]
+		if !writeVerbs[verb] {
 			continue
 		}
 		key := s.labels["group"] + "/" + s.labels["resource"]
@@ -135,7 +138,11 @@ func apiWrites(m metricSet) map[string]float64 {
 		if sub := s.labels["subresource"]; sub != "" {
 			key += "/" + sub
 		}
+		key += " " + verb
 		out[key] += s.value
+		if code, _ := strconv.Atoi(s.labels["code"]); code >= 400 {
+			out[key+" failed "+s.labels["code"]] += s.value
+		}
 	}
 	return out
 }

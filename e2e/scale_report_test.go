@@ -67,6 +67,14 @@ type scaleReport struct {
 	SubmitSeconds float64 `json:"submit_seconds"`
 	UpSeconds     float64 `json:"up_seconds"`
 	DownSeconds   float64 `json:"down_seconds"`
+	// From the samples (1 s apart): the first machine provisioned, half
+	// of them, every server running, after the up ramp started; every
+	// server gone after the down ramp started (the Machines' finalizers
+	// come off after that).
+	FirstReadySeconds  float64 `json:"first_ready_seconds"`
+	HalfReadySeconds   float64 `json:"half_ready_seconds"`
+	AllRunningSeconds  float64 `json:"all_servers_running_seconds"`
+	ServersGoneSeconds float64 `json:"servers_gone_seconds"`
 
 	ProviderCalls           float64            `json:"provider_calls"`
 	ProviderCallsPerMachine float64            `json:"provider_calls_per_machine"`
@@ -74,7 +82,7 @@ type scaleReport struct {
 
 	// APIWrites: the API server's writes (apiserver_request_total, verbs
 	// POST PUT PATCH DELETE APPLY DELETECOLLECTION) during the run, by
-	// resource; leases (leader election, the API server's own) are left
+	// resource and verb, and those of them that failed; leases (leader election, the API server's own) are left
 	// out of APIWritesTotal, and so are the test's own writes (TestWrites:
 	// its creations and deletions) from APIWritesPerMachine.
 	APIWrites           map[string]float64 `json:"api_writes_by_resource"`
@@ -85,6 +93,10 @@ type scaleReport struct {
 	// client's rest_client_requests_total (leader election included).
 	ControllerWrites           float64 `json:"controller_writes"`
 	ControllerWritesPerMachine float64 `json:"controller_writes_per_machine"`
+	// ControllerRequests: all their client's requests (reads too), which
+	// -kube-api-qps paces.
+	ControllerRequests           float64 `json:"controller_requests"`
+	ControllerRequestsPerMachine float64 `json:"controller_requests_per_machine"`
 
 	CloudRequests           int64   `json:"cloud_requests"`
 	CloudRequestsPerMachine float64 `json:"cloud_requests_per_machine"`
@@ -131,7 +143,7 @@ func (r *scaleRun) finish(names metricNames, rep *scaleReport) {
 	for k, v := range writes {
 		if d := v - r.api0[k]; d > 0 {
 			rep.APIWrites[k] = d
-			if !strings.HasSuffix(k, "/leases") {
+			if !strings.Contains(k, "/leases ") && !strings.Contains(k, " failed ") {
 				rep.APIWritesTotal += d
 			}
 		}
@@ -157,8 +169,10 @@ func (r *scaleRun) finish(names metricNames, rep *scaleReport) {
 		if writeVerbs[method] {
 			rep.ControllerWrites += v
 		}
+		rep.ControllerRequests += v
 	}
 	rep.ControllerWritesPerMachine = rep.ControllerWrites / n
+	rep.ControllerRequestsPerMachine = rep.ControllerRequests / n
 	rep.ThrottledSeconds = r.sum("wasmprov_provider_http_throttled_seconds_total", nil)
 	rep.HTTP429Seen = r.sum("wasmprov_provider_http_429_total", nil)
 	rep.DeadlineRefusals = r.sum("wasmprov_provider_http_deadline_refusals_total", nil)
@@ -180,6 +194,7 @@ func (r *scaleRun) finish(names metricNames, rep *scaleReport) {
 	rep.Controllers = len(r.procs)
 	rep.MaxServersPerMachine = r.maxDup
 	rep.Marks = append([]mark(nil), r.marks...)
+	rep.milestones(r.samples, r.marks, r.n)
 	for _, mk := range r.marks {
 		if strings.HasPrefix(mk.What, "kill") {
 			rep.Kills = append(rep.Kills, mk)
@@ -194,12 +209,34 @@ func (r *scaleRun) finish(names metricNames, rep *scaleReport) {
 	rep.Date = r.start.UTC().Format(time.RFC3339)
 	rep.Host = readHostInfo()
 	rep.Env = map[string]string{}
-	for _, k := range []string{"SCALE_N", "SCALE_FAULT_N", "SCALE_SCENARIOS", "SCALE_FLAGS", "SCALE_KILL_EVERY", "E2E_RACE"} {
+	for _, k := range []string{"SCALE_N", "SCALE_FAULT_N", "SCALE_SCENARIOS", "SCALE_FLAGS", "SCALE_KILL_EVERY", "SCALE_DIR", "E2E_RACE"} {
 		if v := os.Getenv(k); v != "" {
 			rep.Env[k] = v
 		}
 	}
 	r.t.Logf("%s", rep.text())
+}
+
+// milestones finds the ramps' milestones in the samples.
+func (rep *scaleReport) milestones(samples []sample, marks []mark, n int) {
+	phaseStart := map[string]float64{}
+	for _, m := range marks {
+		if m.What == "up" || m.What == "down" {
+			phaseStart[m.What] = m.T
+		}
+	}
+	first := func(phase string, cond func(sample) bool) float64 {
+		for _, s := range samples {
+			if s.Phase == phase && cond(s) {
+				return round(s.T-phaseStart[phase], 1)
+			}
+		}
+		return -1
+	}
+	rep.FirstReadySeconds = first("up", func(s sample) bool { return s.Ready >= 1 })
+	rep.HalfReadySeconds = first("up", func(s sample) bool { return 2*s.Ready >= n })
+	rep.AllRunningSeconds = first("up", func(s sample) bool { return s.Running >= n })
+	rep.ServersGoneSeconds = first("down", func(s sample) bool { return s.Servers == 0 })
 }
 
 func round(v float64, places int) float64 {
@@ -215,10 +252,12 @@ func (rep *scaleReport) text() string {
 		fmt.Fprintf(&b, ", %d kills", len(rep.Kills))
 	}
 	fmt.Fprintf(&b, ")\n")
-	fmt.Fprintf(&b, "  up %.1fs (submitted in %.1fs), down %.1fs\n", rep.UpSeconds, rep.SubmitSeconds, rep.DownSeconds)
+	fmt.Fprintf(&b, "  up %.1fs (submitted in %.1fs; first provisioned at %.0fs, half at %.0fs, every server running at %.0fs), down %.1fs (servers gone at %.0fs)\n",
+		rep.UpSeconds, rep.SubmitSeconds, rep.FirstReadySeconds, rep.HalfReadySeconds, rep.AllRunningSeconds, rep.DownSeconds, rep.ServersGoneSeconds)
 	fmt.Fprintf(&b, "  provider calls %.0f (%.2f/machine) %v\n", rep.ProviderCalls, rep.ProviderCallsPerMachine, rep.ProviderCallsByMethod)
-	fmt.Fprintf(&b, "  API writes %.0f without leases, %d by the test, %.2f/machine by the controllers; wasmprov's client %.0f (%.2f/machine)\n",
-		rep.APIWritesTotal, rep.TestWrites, rep.APIWritesPerMachine, rep.ControllerWrites, rep.ControllerWritesPerMachine)
+	fmt.Fprintf(&b, "  API writes %.0f without leases, %d by the test, %.2f/machine by the controllers; wasmprov's client: %.0f writes (%.2f/machine) of %.0f requests (%.2f/machine)\n",
+		rep.APIWritesTotal, rep.TestWrites, rep.APIWritesPerMachine, rep.ControllerWrites, rep.ControllerWritesPerMachine,
+		rep.ControllerRequests, rep.ControllerRequestsPerMachine)
 	keys := make([]string, 0, len(rep.APIWrites))
 	for k := range rep.APIWrites {
 		keys = append(keys, k)
@@ -237,8 +276,17 @@ func (rep *scaleReport) text() string {
 	return b.String()
 }
 
-// scaleDir is where SCALE_WRITE=1 writes: docs/scale.
-func scaleDir() string { return filepath.Join(root, "docs", "scale") }
+// scaleDir is where SCALE_WRITE=1 writes: SCALE_DIR (relative to the
+// repository's root), default docs/scale.
+func scaleDir() string {
+	if d := os.Getenv("SCALE_DIR"); d != "" {
+		if filepath.IsAbs(d) {
+			return d
+		}
+		return filepath.Join(root, d)
+	}
+	return filepath.Join(root, "docs", "scale")
+}
 
 // write writes the report, the time series and its plot.
 func (r *scaleRun) write(rep *scaleReport) {
@@ -420,8 +468,8 @@ func writeSummary() error {
 	sort.Strings(files)
 	var b strings.Builder
 	b.WriteString("<!-- written by TestScale (SCALE_WRITE=1) from the JSON files beside it; docs/SCALE.md explains the columns -->\n\n")
-	b.WriteString("| scenario | N | up s | down s | provider calls/machine | API writes/machine (all controllers) | wasmprov client writes/machine | cloud requests/machine | cloud max req/s | 429 | 5xx+dropped | throttled s | peak RSS MiB | controller CPU s | pool peak | kills | date |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| scenario | N | up s | first provisioned s | down s | servers gone s | provider calls / machine | cloud requests / machine | wasmprov API writes / machine | wasmprov API requests / machine | all controllers' API writes / machine | cloud max req/s | 429 | 5xx + dropped | throttled s | peak RSS MiB | controller CPU s | pool peak | kills |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -431,10 +479,11 @@ func writeSummary() error {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %d | %d | %d | %.1f | %.0f | %.1f | %.0f | %d | %s |\n",
-			r.Scenario, r.N, r.UpSeconds, r.DownSeconds, r.ProviderCallsPerMachine, r.APIWritesPerMachine,
-			r.ControllerWritesPerMachine, r.CloudRequestsPerMachine, r.CloudMaxPerSecond, r.CloudRateLimited,
-			r.CloudErrors+r.CloudDropped, r.ThrottledSeconds, r.PeakRSSMiB, r.CPUSeconds, r.PoolInstancesPeak, len(r.Kills), r.Date)
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.0f | %.1f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %d | %d | %d | %.1f | %.0f | %.1f | %.0f | %d |\n",
+			r.Scenario, r.N, r.UpSeconds, r.FirstReadySeconds, r.DownSeconds, r.ServersGoneSeconds,
+			r.ProviderCallsPerMachine, r.CloudRequestsPerMachine, r.ControllerWritesPerMachine, r.ControllerRequestsPerMachine,
+			r.APIWritesPerMachine, r.CloudMaxPerSecond, r.CloudRateLimited, r.CloudErrors+r.CloudDropped, r.ThrottledSeconds,
+			r.PeakRSSMiB, r.CPUSeconds, r.PoolInstancesPeak, len(r.Kills))
 	}
 	return os.WriteFile(filepath.Join(dir, "summary.md"), []byte(b.String()), 0o644)
 }

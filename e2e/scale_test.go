@@ -18,7 +18,8 @@ package e2e
 //     replica started each time.
 //
 // Environment: SCALE_N (1000), SCALE_FAULT_N (100), SCALE_SCENARIOS (all,
-// or a comma-separated list), SCALE_WRITE=1 (write docs/scale/),
+// or a comma-separated list), SCALE_WRITE=1 (write docs/scale/, or
+// SCALE_DIR),
 // SCALE_FLAGS (more `wasmprov controller` flags, space-separated),
 // SCALE_KILL_EVERY (30s).
 
