@@ -363,10 +363,10 @@ func plotRun(path, title string, samples []sample, marks []mark) error {
 			{"429", func(s sample) float64 { return s.Cloud429 }},
 		}},
 		{"controller memory", "MiB", []series{
-			{"RSS", func(s sample) float64 { return s.RSSMiB }},
+			{"RSS, summed over the live controller processes", func(s sample) float64 { return s.RSSMiB }},
 		}},
 		{"controller CPU", "% of a core", []series{
-			{"CPU", func(s sample) float64 { return s.CPUPercent }},
+			{"user+system, summed over the controller processes", func(s sample) float64 { return s.CPUPercent }},
 		}},
 		{"host pacing", "seconds, cumulative", []series{
 			{"time requests waited", func(s sample) float64 { return s.Throttled }},
@@ -409,18 +409,30 @@ func plotRun(path, title string, samples []sample, marks []mark) error {
 			}
 		}
 		p.Title.Text = pn.title + ": " + strings.Join(legend, ", ")
+		kills := 0
 		for _, mk := range marks {
 			v, err := plotter.NewLine(plotter.XYs{{X: mk.T, Y: 0}, {X: mk.T, Y: ymax}})
 			if err != nil {
 				return err
 			}
-			v.Color = color.Gray{Y: 0x90}
+			v.Color = color.Gray{Y: 0x60}
 			v.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+			if strings.HasPrefix(mk.What, "kill") {
+				kills++
+				v.Color = color.RGBA{R: 0xe0, G: 0x90, B: 0x90, A: 0xff}
+				v.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+			}
 			p.Add(v)
+		}
+		if i == 0 && kills > 0 {
+			p.Title.Text += fmt.Sprintf("; %d leader kills (dotted pink)", kills)
 		}
 		if i == 0 && len(marks) > 0 {
 			var xyl plotter.XYLabels
 			for _, mk := range marks {
+				if strings.HasPrefix(mk.What, "kill") {
+					continue
+				}
 				xyl.XYs = append(xyl.XYs, plotter.XY{X: mk.T, Y: ymax})
 				xyl.Labels = append(xyl.Labels, " "+mk.What)
 			}
@@ -455,6 +467,64 @@ func plotRun(path, title string, samples []sample, marks []mark) error {
 		return err
 	}
 	return f.Close()
+}
+
+// replot draws the plot of every scenario in the output directory again
+// from its CSV and JSON (SCALE_REPLOT=1: after a change of plotRun,
+// without running the scenarios again).
+func replot() error {
+	dir := scaleDir()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var rep scaleReport
+		if err := json.Unmarshal(raw, &rep); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		base := strings.TrimSuffix(f, ".json")
+		samples, err := readCSV(base + ".csv")
+		if err != nil {
+			return err
+		}
+		if err := plotRun(base+".png", fmt.Sprintf("%s, N=%d", rep.Scenario, rep.N), samples, rep.Marks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readCSV reads what writeCSV wrote.
+func readCSV(path string) ([]sample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []sample
+	for i, r := range rows {
+		if i == 0 {
+			continue
+		}
+		if len(r) != 14 {
+			return nil, fmt.Errorf("%s:%d: %d columns", path, i+1, len(r))
+		}
+		fl := func(j int) float64 { v, _ := strconv.ParseFloat(r[j], 64); return v }
+		it := func(j int) int { v, _ := strconv.Atoi(r[j]); return v }
+		out = append(out, sample{T: fl(0), Phase: r[1], Objects: it(2), Ready: it(3), Servers: it(4), Running: it(5),
+			CloudRPS: fl(6), Cloud429: fl(7), Throttled: fl(8), ProviderCall: fl(9), RSSMiB: fl(10), CPUPercent: fl(11),
+			Pool: fl(12), Leader: r[13]})
+	}
+	return out, nil
 }
 
 // writeSummary writes docs/scale/summary.md, one row per scenario JSON

@@ -21,7 +21,8 @@ package e2e
 // or a comma-separated list), SCALE_WRITE=1 (write docs/scale/, or
 // SCALE_DIR),
 // SCALE_FLAGS (more `wasmprov controller` flags, space-separated),
-// SCALE_KILL_EVERY (30s).
+// SCALE_KILL_EVERY (30s). SCALE_REPLOT=1 runs nothing but draws the
+// plots again from the CSV and JSON files.
 
 import (
 	"context"
@@ -97,6 +98,15 @@ func readScaleConfig(t *testing.T) scaleConfig {
 }
 
 func TestScale(t *testing.T) {
+	if os.Getenv("SCALE_REPLOT") == "1" {
+		if err := replot(); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeSummary(); err != nil {
+			t.Fatal(err)
+		}
+		t.Skip("SCALE_REPLOT=1: plotted the CSV files of " + scaleDir() + " again, ran nothing")
+	}
 	cfg := readScaleConfig(t)
 	t.Logf("scale: N=%d, faults N=%d, scenarios %v, controller flags %v, write %v", cfg.n, cfg.faultN, cfg.scenarios, cfg.flags, cfg.write)
 	runs := map[string]func(*testing.T, scaleConfig){
