@@ -225,18 +225,20 @@ func (rep *scaleReport) milestones(samples []sample, marks []mark, n int) {
 			phaseStart[m.What] = m.T
 		}
 	}
-	first := func(phase string, cond func(sample) bool) float64 {
+	// A milestone the samples of its phase never saw was reached between
+	// the last of them and the ramp's end, which the test saw.
+	first := func(phase string, end float64, cond func(sample) bool) float64 {
 		for _, s := range samples {
 			if s.Phase == phase && cond(s) {
-				return round(s.T-phaseStart[phase], 1)
+				return round(min(s.T-phaseStart[phase], end), 1)
 			}
 		}
-		return -1
+		return round(end, 1)
 	}
-	rep.FirstReadySeconds = first("up", func(s sample) bool { return s.Ready >= 1 })
-	rep.HalfReadySeconds = first("up", func(s sample) bool { return 2*s.Ready >= n })
-	rep.AllRunningSeconds = first("up", func(s sample) bool { return s.Running >= n })
-	rep.ServersGoneSeconds = first("down", func(s sample) bool { return s.Servers == 0 })
+	rep.FirstReadySeconds = first("up", rep.UpSeconds, func(s sample) bool { return s.Ready >= 1 })
+	rep.HalfReadySeconds = first("up", rep.UpSeconds, func(s sample) bool { return 2*s.Ready >= n })
+	rep.AllRunningSeconds = first("up", rep.UpSeconds, func(s sample) bool { return s.Running >= n })
+	rep.ServersGoneSeconds = first("down", rep.DownSeconds, func(s sample) bool { return s.Servers == 0 })
 }
 
 func round(v float64, places int) float64 {
@@ -470,8 +472,9 @@ func plotRun(path, title string, samples []sample, marks []mark) error {
 }
 
 // replot draws the plot of every scenario in the output directory again
-// from its CSV and JSON (SCALE_REPLOT=1: after a change of plotRun,
-// without running the scenarios again).
+// from its CSV and JSON, and derives the milestones again (SCALE_REPLOT=1:
+// after a change of plotRun or milestones, without running the scenarios
+// again).
 func replot() error {
 	dir := scaleDir()
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -490,6 +493,14 @@ func replot() error {
 		base := strings.TrimSuffix(f, ".json")
 		samples, err := readCSV(base + ".csv")
 		if err != nil {
+			return err
+		}
+		rep.milestones(samples, rep.Marks, rep.N)
+		out, err := json.MarshalIndent(&rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f, append(out, '\n'), 0o644); err != nil {
 			return err
 		}
 		if err := plotRun(base+".png", fmt.Sprintf("%s, N=%d", rep.Scenario, rep.N), samples, rep.Marks); err != nil {
