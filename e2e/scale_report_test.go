@@ -60,6 +60,7 @@ type scaleReport struct {
 	Env             map[string]string `json:"env"`
 	ControllerFlags []string          `json:"controller_flags"`
 	Cloud           string            `json:"cloud"`
+	Policy          string            `json:"policy,omitempty"`
 	Host            hostInfo          `json:"host"`
 
 	// SubmitSeconds: the test's N creations (or its scale request) took

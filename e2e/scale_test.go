@@ -21,7 +21,8 @@ package e2e
 // or a comma-separated list), SCALE_WRITE=1 (write docs/scale/, or
 // SCALE_DIR),
 // SCALE_FLAGS (more `wasmprov controller` flags, space-separated),
-// SCALE_KILL_EVERY (30s). SCALE_REPLOT=1 runs nothing but draws the
+// SCALE_KILL_EVERY (30s), SCALE_POLICY (policy lines for the provider,
+// separated by ";", e.g. "poolSize: 16"). SCALE_REPLOT=1 runs nothing but draws the
 // plots again from the CSV and JSON files.
 
 import (
@@ -50,6 +51,9 @@ type scaleConfig struct {
 	scenarios []string
 	write     bool
 	flags     []string
+	// policy (SCALE_POLICY) is appended to the provider's policy file of
+	// every scenario but capi, e.g. "poolSize: 16".
+	policy    string
 	killEvery time.Duration
 }
 
@@ -73,6 +77,7 @@ func readScaleConfig(t *testing.T) scaleConfig {
 		faultN:    envInt(t, "SCALE_FAULT_N", 100),
 		write:     os.Getenv("SCALE_WRITE") == "1",
 		flags:     strings.Fields(os.Getenv("SCALE_FLAGS")),
+		policy:    strings.ReplaceAll(os.Getenv("SCALE_POLICY"), ";", "\n"),
 		killEvery: 30 * time.Second,
 	}
 	if v := os.Getenv("SCALE_KILL_EVERY"); v != "" {
@@ -164,10 +169,14 @@ type directCase struct {
 func scaleDirect(t *testing.T, cfg scaleConfig, dc directCase) {
 	n := dc.n
 	w := newWorldWith(t, dc.opts)
-	if dc.policy != "" {
-		writeFile(t, w.dir+"/hetzner.yaml", []byte("allowedHosts: [\"127.0.0.1:*\"]\nallowInsecureHTTP: true\ncallTimeout: 5m\n"+dc.policy))
-	}
 	rep := &scaleReport{Cloud: dc.cloud}
+	if policy := dc.policy + cfg.policy; policy != "" {
+		if !strings.HasSuffix(policy, "\n") {
+			policy += "\n"
+		}
+		writeFile(t, w.dir+"/hetzner.yaml", []byte("allowedHosts: [\"127.0.0.1:*\"]\nallowInsecureHTTP: true\ncallTimeout: 5m\n"+policy))
+		rep.Policy = strings.TrimSpace(policy)
+	}
 	if rep.Cloud == "" {
 		rep.Cloud = "no faults, no rate limit"
 	}
