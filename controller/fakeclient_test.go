@@ -30,6 +30,8 @@ type fakeMachines struct {
 	// conflict, as if another writer got in first.
 	conflictNext int
 	updates      int
+	// conflicts counts the writes refused as conflicts.
+	conflicts int
 }
 
 func newFakeMachines() *fakeMachines {
@@ -146,6 +148,7 @@ func (f *fakeMachines) write(m *clusterv1alpha1.Machine, status bool) (*clusterv
 		return nil, apierrors.NewNotFound(machineGR, m.Name)
 	}
 	if f.conflictNext > 0 || m.ResourceVersion != cur.ResourceVersion {
+		f.conflicts++
 		if f.conflictNext > 0 {
 			f.conflictNext--
 		}
@@ -197,6 +200,20 @@ func (f *fakeMachines) get(ns, name string) (*clusterv1alpha1.Machine, bool) {
 		return nil, false
 	}
 	return m.DeepCopy(), true
+}
+
+// purge removes the Machine without telling the watchers, as when the
+// API server deleted it and the informer's cache has not heard yet.
+func (f *fakeMachines) purge(ns, name string) {
+	f.mu.Lock()
+	delete(f.objs, ns+"/"+name)
+	f.mu.Unlock()
+}
+
+func (f *fakeMachines) conflictCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conflicts
 }
 
 func (f *fakeMachines) setConflicts(n int) {
