@@ -163,7 +163,10 @@ func sendHTTP(ctx context.Context, c *Call, req *abi.HTTPRequest) (*abi.HTTPResp
 	if l := p.Limiter; l != nil {
 		waited, err := l.Wait(ctx)
 		if err != nil {
-			c.logger().Info("http request not sent: rate limited", "method", req.Method, "url", redactURL(u),
+			// DEBUG: a guest looping while throttled would otherwise write
+			// a host line per attempt; the refusals are counted in the
+			// provider's metrics, and the call's error says why.
+			c.logger().Debug("http request not sent: rate limited", "method", req.Method, "url", redactURL(u),
 				"waited", waited, "reason", err.Error())
 			return nil, errorf(abi.ErrnoFailed, "%s %s: %v", req.Method, redactURL(u), err)
 		}
