@@ -464,7 +464,10 @@ func TestCreateCapPerProvider(t *testing.T) {
 	h.machines.Create(machine("a", "mem", `{"size":"s"}`))
 	h.machines.Create(machine("b", "mem", `{"size":"s"}`))
 	<-h.cloud.createStarted
-	time.Sleep(200 * time.Millisecond) // ten poll intervals: the other Machine is retried, and kept out
+	// The other Machine comes back every poll interval and is kept out.
+	eventually(t, "three waits for the Create slot", func() bool {
+		return testutil.ToFloat64(h.ctrl.metrics.createSlotWaits) >= 3
+	})
 	h.cloud.mu.Lock()
 	entered := len(h.cloud.finalizersAtCreate)
 	h.cloud.createStarted = nil // the next Create does not block

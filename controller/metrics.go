@@ -25,6 +25,8 @@ type metrics struct {
 	creates           prometheus.Counter
 	deletes           prometheus.Counter
 	conflicts         prometheus.Counter
+	// createSlotWaits counts reconciles that found no free Create slot.
+	createSlotWaits prometheus.Counter
 	// providerMetricsErrors counts failed SetMetricsForMachines calls.
 	providerMetricsErrors *prometheus.CounterVec
 
@@ -54,6 +56,9 @@ func newMetrics(c *Controller) *metrics {
 			Name: "wasmprov_controller_instance_deletes_total", Help: "Successful provider Delete calls; for a provider with Cleanup, deletions finished"}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wasmprov_controller_update_conflicts_total", Help: "Machine updates that still conflicted after retries"}),
+		createSlotWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wasmprov_controller_create_slot_waits_total",
+			Help: "Reconciles that found every Create slot of the provider or the MachineSet taken (-max-concurrent-creates-*) and requeued"}),
 		providerMetricsErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wasmprov_controller_set_metrics_errors_total", Help: "Failed SetMetricsForMachines calls, by provider"},
 			[]string{"provider"}),
@@ -72,7 +77,7 @@ func newMetrics(c *Controller) *metrics {
 
 func (m *metrics) register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.workers, m.errors, m.reconciles, m.reconcileDuration,
-		m.creates, m.deletes, m.conflicts, m.providerMetricsErrors, (*machineCollector)(m)} {
+		m.creates, m.deletes, m.conflicts, m.createSlotWaits, m.providerMetricsErrors, (*machineCollector)(m)} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

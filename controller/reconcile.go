@@ -125,6 +125,7 @@ func (c *Controller) create(ctx context.Context, log logger, m *clusterv1alpha1.
 	}
 	release, ok := c.caps.TryAcquire(provName, ownerOf(m))
 	if !ok {
+		c.metrics.createSlotWaits.Inc()
 		log.Debug("waiting for a Create slot", "provider", provName)
 		return result{requeueAfter: c.opts.PollInterval}, nil
 	}
