@@ -15,7 +15,8 @@ import (
 )
 
 // The hostile cloud (issue 30): Options.LatencyP50/LatencyP99, ErrorRate,
-// DropRate and RequestsPerSecond/Burst shape every API request (not the
+// DropRate, LostAnswerRate and RequestsPerSecond/Burst shape every API
+// request (not the
 // /_sim/ control endpoints), decided when the request arrives, before the
 // handler runs. ActionDurationP99 and BootDurationP99 jitter how long
 // actions run and servers boot. All are off when zero.
@@ -25,6 +26,7 @@ const (
 	FaultRequestsPerSecond = "requests-per-second"
 	FaultErrorRate         = "error-rate"
 	FaultDropRate          = "drop-rate"
+	FaultLostAnswerRate    = "lost-answer-rate"
 )
 
 // z99 is the standard normal's 99th percentile.
@@ -88,6 +90,9 @@ type RequestStats struct {
 	Errors int64 `json:"errors"`
 	// Dropped is how many connections DropRate closed without an answer.
 	Dropped int64 `json:"dropped"`
+	// LostAnswers is how many requests LostAnswerRate let take effect,
+	// then closed without an answer.
+	LostAnswers int64 `json:"lost_answers"`
 	// Abandoned is how many requests the client gave up during their
 	// Latency delay; they had no effect.
 	Abandoned int64 `json:"abandoned"`
@@ -184,16 +189,19 @@ func (s *Sim) decide() decision {
 		h.countWindow(now)
 	}
 	d.latency = h.latency.sample(h.rng)
-	if d.limited || s.opts.DropRate+s.opts.ErrorRate == 0 {
+	if d.limited || s.opts.DropRate+s.opts.ErrorRate+s.opts.LostAnswerRate == 0 {
 		return d
 	}
 	// One roll: [0, DropRate) drops, [DropRate, DropRate+ErrorRate)
-	// errs, so each happens at its own rate.
+	// errs, the next LostAnswerRate loses the answer, so each happens at
+	// its own rate.
 	switch u := h.rng.Float64(); {
 	case u < s.opts.DropRate:
 		d.fault = &Fault{Name: FaultDropRate, Drop: true}
 	case u < s.opts.DropRate+s.opts.ErrorRate:
 		d.fault = &Fault{Name: FaultErrorRate, Status: h.errCodes[h.rng.IntN(len(h.errCodes))]}
+	case u < s.opts.DropRate+s.opts.ErrorRate+s.opts.LostAnswerRate:
+		d.fault = &Fault{Name: FaultLostAnswerRate, Drop: true, After: true}
 	}
 	return d
 }
@@ -211,6 +219,8 @@ func (h *hostile) delayed(d decision, served bool) {
 		h.stats.Dropped++
 	case d.fault.Name == FaultErrorRate:
 		h.stats.Errors++
+	case d.fault.Name == FaultLostAnswerRate:
+		h.stats.LostAnswers++
 	}
 }
 

@@ -198,6 +198,44 @@ func TestDropRate(t *testing.T) {
 	}
 }
 
+// LostAnswerRate lets the request take effect, then closes the connection
+// without an answer: a server exists for every request, answered or not.
+func TestLostAnswerRate(t *testing.T) {
+	s := start(t, Options{LostAnswerRate: 0.5, Seed: 3})
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	const n = 100
+	lost := 0
+	for i := 0; i < n; i++ {
+		req, _ := http.NewRequest("POST", s.URL+"/servers", strings.NewReader(serverBody(i)))
+		req.Header.Set("Authorization", "Bearer "+s.Token())
+		resp, err := c.Do(req)
+		if err != nil {
+			lost++
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	if lost < n*3/10 || lost > n*7/10 {
+		t.Fatalf("%d of %d answers lost", lost, n)
+	}
+	if got := len(s.Servers()); got != n {
+		t.Fatalf("%d servers for %d requests: a request whose answer was lost did not take effect", got, n)
+	}
+	marked := 0
+	for _, r := range s.Requests() {
+		if r.Fault == FaultLostAnswerRate {
+			marked++
+		}
+	}
+	if st := s.RequestStats(); st.LostAnswers != int64(lost) || st.Dropped != 0 || marked != lost {
+		t.Fatalf("stats %+v, %d recorded, %d lost", st, marked, lost)
+	}
+}
+
 // serve runs one request through the handler without a network.
 func serve(s *Sim, method, path string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, nil)

@@ -88,6 +88,13 @@ type Options struct {
 	// probability DropRate, errs with probability ErrorRate (what is left
 	// of it when the two add up to more than 1).
 	DropRate float64
+	// LostAnswerRate (0..1) is the fraction of API requests that take
+	// effect (the handler runs: a server is made, an action started) and
+	// whose connection is then closed without an answer (as Fault{Drop:
+	// true, After: true}): the client cannot tell it from DropRate's,
+	// and a retry that does not look first makes a second server. It
+	// shares the roll of ErrorRate and DropRate, after them.
+	LostAnswerRate float64
 	// RequestsPerSecond, when positive, is a token bucket over all API
 	// requests, refilled at that rate and holding Burst tokens (default
 	// RequestsPerSecond rounded up). A request finding it empty is
@@ -167,6 +174,7 @@ func New(opts Options) *Sim {
 	if opts.ErrorRate+opts.DropRate > 1 {
 		opts.ErrorRate = 1 - opts.DropRate
 	}
+	opts.LostAnswerRate = math.Min(clamp01(opts.LostAnswerRate), 1-opts.ErrorRate-opts.DropRate)
 	if opts.RequestsPerSecond > 0 && opts.Burst <= 0 {
 		opts.Burst = int(math.Ceil(opts.RequestsPerSecond))
 	}

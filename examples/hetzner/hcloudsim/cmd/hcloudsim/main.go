@@ -10,10 +10,11 @@
 // on loopback.
 //
 // It can be a hostile cloud (see hcloudsim.Options): random latency, 5xx
-// answers, dropped connections, a request rate limit answering 429 with
+// answers, dropped connections, answers lost after the request took effect,
+// a request rate limit answering 429 with
 // Retry-After, and actions and boots of random length:
 //
-//	hcloudsim -latency-p50 200ms -latency-p99 1s -error-rate 0.05 -drop-rate 0.02 -rps 10 -burst 10
+//	hcloudsim -latency-p50 200ms -latency-p99 1s -error-rate 0.05 -drop-rate 0.02 -lost-answer-rate 0.01 -rps 10 -burst 10
 package main
 
 import (
@@ -66,6 +67,7 @@ func parse(args []string, out io.Writer) (hcloudsim.Options, int, error) {
 	fs.DurationVar(&o.LatencyP99, "latency-p99", 0, "99th percentile of that delay (<= -latency-p50: a constant -latency-p50)")
 	fs.Float64Var(&o.ErrorRate, "error-rate", 0, "fraction (0..1) of API requests answered 500/502/503 without effect")
 	fs.Float64Var(&o.DropRate, "drop-rate", 0, "fraction (0..1) of API requests whose connection is closed without an answer or effect")
+	fs.Float64Var(&o.LostAnswerRate, "lost-answer-rate", 0, "fraction (0..1) of API requests that take effect and whose connection is then closed without an answer")
 	fs.Float64Var(&o.RequestsPerSecond, "rps", 0, "token bucket over all API requests, per second (0: none); past it 429 with Retry-After")
 	fs.IntVar(&o.Burst, "burst", 0, "size of the -rps bucket (0: -rps rounded up)")
 	fs.DurationVar(&o.ActionDurationP99, "action-p99", 0, "if above -action, actions last a random (log-normal) time with median -action and this 99th percentile")
@@ -84,6 +86,8 @@ func parse(args []string, out io.Writer) (hcloudsim.Options, int, error) {
 		return o, 0, fmt.Errorf("-error-rate %v is not in 0..1", o.ErrorRate)
 	case o.DropRate < 0 || o.DropRate > 1:
 		return o, 0, fmt.Errorf("-drop-rate %v is not in 0..1", o.DropRate)
+	case o.LostAnswerRate < 0 || o.LostAnswerRate > 1:
+		return o, 0, fmt.Errorf("-lost-answer-rate %v is not in 0..1", o.LostAnswerRate)
 	case o.RequestsPerSecond < 0 || o.Burst < 0:
 		return o, 0, errors.New("-rps and -burst cannot be negative")
 	}
