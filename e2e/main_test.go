@@ -53,6 +53,9 @@ var (
 	ctrlKubecfg string
 	wazeroCache string
 	verbose     = os.Getenv("E2E_VERBOSE") != ""
+	// testEnv is the control plane, for the scale harness's restart of
+	// kube-apiserver (scale_disrupt_test.go).
+	testEnv *envtest.Environment
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
@@ -89,9 +92,16 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: starting kube-apiserver and etcd:", err)
 		return 1
 	}
+	testEnv = env
 	defer func() {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: stopping the control plane:", err)
+		}
+		// A kube-apiserver started again in its directory (the scale
+		// harness's restart) leaves envtest thinking the directory is
+		// not its own to remove; it is.
+		if d := env.ControlPlane.APIServer.CertDir; d != "" {
+			_ = os.RemoveAll(d)
 		}
 	}()
 	fmt.Fprintf(os.Stderr, "e2e: kube-apiserver and etcd up in %v\n", time.Since(start).Round(time.Millisecond))

@@ -345,26 +345,31 @@ type scaleRun struct {
 	count func(context.Context) (counts, error)
 	start time.Time
 
-	mu       sync.Mutex
-	procs    []*tracked
-	phase    string
-	leader   func() string
-	samples  []sample
-	marks    []mark
-	maxDup   int
-	dupUID   string
-	dupAt    float64
-	latest   counts
-	sampleN  int
-	errs     int
-	lastErr  string
-	prevAcc  int64
-	prev429  int64
-	prevT    time.Time
-	prevCPU  time.Duration
-	cp0      map[string]time.Duration // control plane CPU at start
-	self0    time.Duration
-	api0     map[string]float64
+	mu      sync.Mutex
+	procs   []*tracked
+	phase   string
+	leader  func() string
+	samples []sample
+	marks   []mark
+	maxDup  int
+	dupUID  string
+	dupAt   float64
+	latest  counts
+	sampleN int
+	errs    int
+	lastErr string
+	prevAcc int64
+	prev429 int64
+	prevT   time.Time
+	prevCPU time.Duration
+	cp0     map[string]time.Duration // control plane CPU at start
+	self0   time.Duration
+	api0    map[string]float64
+	// What the API server processes stopped during the run (apiserver)
+	// counted and used before they stopped: a new process starts its
+	// counters and CPU time from zero.
+	apiGone  map[string]float64
+	cpuGone  time.Duration
 	stop     chan struct{}
 	done     chan struct{}
 	interval time.Duration
@@ -373,7 +378,8 @@ type scaleRun struct {
 func newScaleRun(t *testing.T, name string, n int, sim *hcloudsim.Sim, count func(context.Context) (counts, error)) *scaleRun {
 	t.Helper()
 	r := &scaleRun{t: t, name: name, n: n, sim: sim, count: count, phase: "setup",
-		stop: make(chan struct{}), done: make(chan struct{}), interval: time.Second, cp0: map[string]time.Duration{}}
+		stop: make(chan struct{}), done: make(chan struct{}), interval: time.Second, cp0: map[string]time.Duration{},
+		apiGone: map[string]float64{}}
 	return r
 }
 
@@ -404,6 +410,28 @@ func (r *scaleRun) begin() {
 	r.prevCPU = r.controllerCPU()
 	r.t.Cleanup(r.end)
 	go r.loop()
+}
+
+// apiServerStopping keeps what the API server process pid has counted
+// (its writes) and used (CPU) since the run began, before it is stopped;
+// its successor's counters start from zero. Writes between this reading
+// and the stop are lost: milliseconds of them.
+func (r *scaleRun) apiServerStopping(pid int) error {
+	m, err := apiserverMetrics(context.Background())
+	if err != nil {
+		return err
+	}
+	for k, v := range apiWrites(m) {
+		r.apiGone[k] += v - r.api0[k]
+	}
+	r.api0 = map[string]float64{}
+	cpu, err := procCPU(pid)
+	if err != nil {
+		return err
+	}
+	r.cpuGone += cpu - r.cp0["kube-apiserver"]
+	r.cp0["kube-apiserver"] = 0
+	return nil
 }
 
 func (r *scaleRun) setPhase(phase string) {
@@ -526,13 +554,16 @@ func (r *scaleRun) sampleOnce() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cerr != nil {
+		// The machines could not be listed (in the apiserver scenario,
+		// the API server is down): the sample repeats their last count,
+		// the servers (counted at the simulator) are current.
 		r.errs++
 		r.lastErr = cerr.Error()
-	} else {
-		r.latest = c
-		if c.MaxServersPerMachine > r.maxDup {
-			r.maxDup, r.dupUID, r.dupAt = c.MaxServersPerMachine, c.DupUID, now.Sub(r.start).Seconds()
-		}
+		c.Objects, c.Ready = r.latest.Objects, r.latest.Ready
+	}
+	r.latest = c
+	if c.MaxServersPerMachine > r.maxDup {
+		r.maxDup, r.dupUID, r.dupAt = c.MaxServersPerMachine, c.DupUID, now.Sub(r.start).Seconds()
 	}
 	var rss float64
 	for i, tp := range live {

@@ -121,13 +121,21 @@ type scaleReport struct {
 	TerminalErrors  float64 `json:"terminal_errors"`
 	UpdateConflicts float64 `json:"update_conflicts"`
 
-	Controllers          int      `json:"controller_processes"`
-	Kills                []mark   `json:"kills,omitempty"`
-	MaxServersPerMachine int      `json:"max_servers_per_machine"`
-	ControlPlaneCPU      float64  `json:"apiserver_etcd_cpu_seconds"`
-	TestProcessCPU       float64  `json:"test_process_cpu_seconds"`
-	Marks                []mark   `json:"marks"`
-	Invariants           []string `json:"invariants"`
+	// ProviderCallErrors: wasmprov_provider_call_errors_total by class;
+	// ProviderCallRetries: calls that reached a version a reload had
+	// closed and were sent to the new one (not failures).
+	ProviderCallErrors  map[string]float64 `json:"provider_call_errors_by_class,omitempty"`
+	ProviderCallRetries float64            `json:"provider_call_retries"`
+
+	Controllers          int            `json:"controller_processes"`
+	Kills                []mark         `json:"kills,omitempty"`
+	Restarts             []apiRestart   `json:"apiserver_restarts,omitempty"`
+	Swaps                []providerSwap `json:"provider_swaps,omitempty"`
+	MaxServersPerMachine int            `json:"max_servers_per_machine"`
+	ControlPlaneCPU      float64        `json:"apiserver_etcd_cpu_seconds"`
+	TestProcessCPU       float64        `json:"test_process_cpu_seconds"`
+	Marks                []mark         `json:"marks"`
+	Invariants           []string       `json:"invariants"`
 }
 
 // finish stops the sampler and computes the figures.
@@ -140,9 +148,14 @@ func (r *scaleRun) finish(names metricNames, rep *scaleReport) {
 		r.t.Fatalf("the API server's /metrics: %v", err)
 	}
 	writes := apiWrites(m)
+	for k := range r.apiGone {
+		if _, ok := writes[k]; !ok { // only the stopped API servers wrote it
+			writes[k] = 0
+		}
+	}
 	rep.APIWrites = map[string]float64{}
 	for k, v := range writes {
-		if d := v - r.api0[k]; d > 0 {
+		if d := v - r.api0[k] + r.apiGone[k]; d > 0 {
 			rep.APIWrites[k] = d
 			if !strings.Contains(k, "/leases ") && !strings.Contains(k, " failed ") {
 				rep.APIWritesTotal += d
@@ -155,6 +168,7 @@ func (r *scaleRun) finish(names metricNames, rep *scaleReport) {
 		c, _ := procCPU(pid)
 		rep.ControlPlaneCPU += (c - r.cp0[comm]).Seconds()
 	}
+	rep.ControlPlaneCPU += r.cpuGone.Seconds()
 	self, _ := procCPU(os.Getpid())
 	rep.TestProcessCPU = (self - r.self0).Seconds()
 
@@ -166,6 +180,8 @@ func (r *scaleRun) finish(names metricNames, rep *scaleReport) {
 	rep.ProviderCalls = r.sum("wasmprov_provider_calls_total", nil)
 	rep.ProviderCallsPerMachine = rep.ProviderCalls / n
 	rep.ProviderCallsByMethod = r.byLabel("wasmprov_provider_calls_total", "method")
+	rep.ProviderCallErrors = r.byLabel("wasmprov_provider_call_errors_total", "class")
+	rep.ProviderCallRetries = r.sum("wasmprov_provider_call_retries_total", nil)
 	for method, v := range r.byLabel("rest_client_requests_total", "method") {
 		if writeVerbs[method] {
 			rep.ControllerWrites += v
@@ -257,7 +273,16 @@ func (rep *scaleReport) text() string {
 	fmt.Fprintf(&b, ")\n")
 	fmt.Fprintf(&b, "  up %.1fs (submitted in %.1fs; first provisioned at %.0fs, half at %.0fs, every server running at %.0fs), down %.1fs (servers gone at %.0fs)\n",
 		rep.UpSeconds, rep.SubmitSeconds, rep.FirstReadySeconds, rep.HalfReadySeconds, rep.AllRunningSeconds, rep.DownSeconds, rep.ServersGoneSeconds)
-	fmt.Fprintf(&b, "  provider calls %.0f (%.2f/machine) %v\n", rep.ProviderCalls, rep.ProviderCallsPerMachine, rep.ProviderCallsByMethod)
+	fmt.Fprintf(&b, "  provider calls %.0f (%.2f/machine) %v; failed by class %v; sent to a new version %.0f\n", rep.ProviderCalls,
+		rep.ProviderCallsPerMachine, rep.ProviderCallsByMethod, rep.ProviderCallErrors, rep.ProviderCallRetries)
+	for _, x := range rep.Restarts {
+		fmt.Fprintf(&b, "  kube-apiserver stopped at %.1fs (%s ramp, %.0f%% done), exited after %.2fs (SIGKILLed: %v), answering again after %.1fs\n",
+			x.At, x.Phase, 100*x.Progress, x.ExitSeconds, x.Killed, x.DownSeconds)
+	}
+	for i, x := range rep.Swaps {
+		fmt.Fprintf(&b, "  provider v%d (sha256 %.12s) written at %.1fs (%s ramp, %.0f%% done), serving after %.2fs, %.0f calls after (pool %.0f)\n",
+			i+1, x.SHA256, x.At, x.Phase, 100*x.Progress, x.ServingSeconds, x.CallsAfter, x.PoolSize)
+	}
 	fmt.Fprintf(&b, "  API writes %.0f without leases, %d by the test, %.2f/machine by the controllers; wasmprov's client: %.0f writes (%.2f/machine) of %.0f requests (%.2f/machine)\n",
 		rep.APIWritesTotal, rep.TestWrites, rep.APIWritesPerMachine, rep.ControllerWrites, rep.ControllerWritesPerMachine,
 		rep.ControllerRequests, rep.ControllerRequestsPerMachine)
@@ -412,41 +437,8 @@ func plotRun(path, title string, samples []sample, marks []mark) error {
 			}
 		}
 		p.Title.Text = pn.title + ": " + strings.Join(legend, ", ")
-		kills := 0
-		for _, mk := range marks {
-			v, err := plotter.NewLine(plotter.XYs{{X: mk.T, Y: 0}, {X: mk.T, Y: ymax}})
-			if err != nil {
-				return err
-			}
-			v.Color = color.Gray{Y: 0x60}
-			v.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
-			if strings.HasPrefix(mk.What, "kill") {
-				kills++
-				v.Color = color.RGBA{R: 0xe0, G: 0x90, B: 0x90, A: 0xff}
-				v.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-			}
-			p.Add(v)
-		}
-		if i == 0 && kills > 0 {
-			p.Title.Text += fmt.Sprintf("; %d leader kills (dotted pink)", kills)
-		}
-		if i == 0 && len(marks) > 0 {
-			var xyl plotter.XYLabels
-			for _, mk := range marks {
-				if strings.HasPrefix(mk.What, "kill") {
-					continue
-				}
-				xyl.XYs = append(xyl.XYs, plotter.XY{X: mk.T, Y: ymax})
-				xyl.Labels = append(xyl.Labels, " "+mk.What)
-			}
-			labels, err := plotter.NewLabels(xyl)
-			if err != nil {
-				return err
-			}
-			for i := range labels.TextStyle {
-				labels.TextStyle[i].YAlign = draw.YTop
-			}
-			p.Add(labels)
+		if err := addMarks(p, marks, ymax, i == 0); err != nil {
+			return err
 		}
 		p.Y.Min = 0
 		p.Y.Max = ymax * 1.05
@@ -470,6 +462,69 @@ func plotRun(path, title string, samples []sample, marks []mark) error {
 		return err
 	}
 	return f.Close()
+}
+
+// markEvents are the marks drawn as dotted lines apart from the phases,
+// unlabelled (they can be many) but counted in the first panel's title
+// (those with a name).
+var markEvents = []struct {
+	prefix, name string
+	c            color.Color
+}{
+	{"kill", "leader kills (dotted pink)", color.RGBA{R: 0xe0, G: 0x90, B: 0x90, A: 0xff}},
+	{"apiserver stopped", "API server restarts (dotted: orange stopped, teal back)", color.RGBA{R: 0xff, G: 0x8c, B: 0x00, A: 0xff}},
+	{"apiserver up", "", color.RGBA{R: 0x00, G: 0x99, B: 0x99, A: 0xff}},
+	{"swap to", "new provider versions (dotted: purple written, brown serving)", color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}},
+	{"serving", "", color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}},
+}
+
+// addMarks draws the marks as vertical lines of a panel: the phases
+// dashed grey and, in the first panel (first), named at the top; the
+// markEvents dotted in their colour, counted in the first panel's title.
+func addMarks(p *plot.Plot, marks []mark, ymax float64, first bool) error {
+	counts := make([]int, len(markEvents))
+	var xyl plotter.XYLabels
+	for _, mk := range marks {
+		v, err := plotter.NewLine(plotter.XYs{{X: mk.T, Y: 0}, {X: mk.T, Y: ymax}})
+		if err != nil {
+			return err
+		}
+		v.Color = color.Gray{Y: 0x60}
+		v.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+		event := false
+		for j, e := range markEvents {
+			if strings.HasPrefix(mk.What, e.prefix) {
+				counts[j]++
+				v.Color, v.Dashes, event = e.c, []vg.Length{vg.Points(1), vg.Points(2)}, true
+				break
+			}
+		}
+		p.Add(v)
+		if !event {
+			xyl.XYs = append(xyl.XYs, plotter.XY{X: mk.T, Y: ymax})
+			xyl.Labels = append(xyl.Labels, " "+mk.What)
+		}
+	}
+	if !first {
+		return nil
+	}
+	for j, e := range markEvents {
+		if counts[j] > 0 && e.name != "" {
+			p.Title.Text += fmt.Sprintf("; %d %s", counts[j], e.name)
+		}
+	}
+	if len(xyl.XYs) == 0 {
+		return nil
+	}
+	labels, err := plotter.NewLabels(xyl)
+	if err != nil {
+		return err
+	}
+	for i := range labels.TextStyle {
+		labels.TextStyle[i].YAlign = draw.YTop
+	}
+	p.Add(labels)
+	return nil
 }
 
 // replot draws the plot of every scenario in the output directory again
@@ -539,6 +594,21 @@ func readCSV(path string) ([]sample, error) {
 	return out, nil
 }
 
+// disruptions names what the scenario did to the system: "27 kills",
+// "3 API server restarts", "2 provider swaps"; "" for none.
+func (rep *scaleReport) disruptions() string {
+	var out []string
+	for _, d := range []struct {
+		n    int
+		what string
+	}{{len(rep.Kills), "kills"}, {len(rep.Restarts), "API server restarts"}, {len(rep.Swaps), "provider swaps"}} {
+		if d.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", d.n, d.what))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // writeSummary writes docs/scale/summary.md, one row per scenario JSON
 // in docs/scale.
 func writeSummary() error {
@@ -550,7 +620,7 @@ func writeSummary() error {
 	sort.Strings(files)
 	var b strings.Builder
 	b.WriteString("<!-- written by TestScale (SCALE_WRITE=1) from the JSON files beside it; docs/SCALE.md explains the columns -->\n\n")
-	b.WriteString("| scenario | N | up s | first provisioned s | down s | servers gone s | provider calls / machine | cloud requests / machine | wasmprov API writes / machine | wasmprov API requests / machine | all controllers' API writes / machine | cloud max req/s | 429 | 5xx + dropped | throttled s | peak RSS MiB | controller CPU s | pool peak | kills |\n")
+	b.WriteString("| scenario | N | up s | first provisioned s | down s | servers gone s | provider calls / machine | cloud requests / machine | wasmprov API writes / machine | wasmprov API requests / machine | all controllers' API writes / machine | cloud max req/s | 429 | 5xx + dropped | throttled s | peak RSS MiB | controller CPU s | pool peak | disruptions |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
@@ -561,11 +631,11 @@ func writeSummary() error {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.0f | %.1f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %d | %d | %d | %.1f | %.0f | %.1f | %.0f | %d |\n",
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.0f | %.1f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %d | %d | %d | %.1f | %.0f | %.1f | %.0f | %s |\n",
 			r.Scenario, r.N, r.UpSeconds, r.FirstReadySeconds, r.DownSeconds, r.ServersGoneSeconds,
 			r.ProviderCallsPerMachine, r.CloudRequestsPerMachine, r.ControllerWritesPerMachine, r.ControllerRequestsPerMachine,
 			r.APIWritesPerMachine, r.CloudMaxPerSecond, r.CloudRateLimited, r.CloudErrors+r.CloudDropped, r.ThrottledSeconds,
-			r.PeakRSSMiB, r.CPUSeconds, r.PoolInstancesPeak, len(r.Kills))
+			r.PeakRSSMiB, r.CPUSeconds, r.PoolInstancesPeak, r.disruptions())
 	}
 	return os.WriteFile(filepath.Join(dir, "summary.md"), []byte(b.String()), 0o644)
 }

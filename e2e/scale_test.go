@@ -16,6 +16,10 @@ package e2e
 //   - kill: direct with two replicas competing for the Lease, the leader
 //     SIGKILLed every SCALE_KILL_EVERY (30 s) of both ramps and a new
 //     replica started each time;
+//   - apiserver: direct with kube-apiserver stopped and started again
+//     (etcd running on) twice in the up ramp and once in the down ramp;
+//   - hotswap: direct with a new version of the provider written to the
+//     providers directory halfway through each ramp;
 //   - ceiling (only when named): direct against a cloud with no latency,
 //     for the throughput of one leader at the flags and policy given.
 //
@@ -46,7 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-var scaleScenarios = []string{"direct", "capi", "faults", "kill"}
+var scaleScenarios = []string{"direct", "capi", "faults", "kill", "apiserver", "hotswap"}
 
 // moreScenarios run only when SCALE_SCENARIOS names them.
 var moreScenarios = []string{"ceiling"}
@@ -143,6 +147,12 @@ func TestScale(t *testing.T) {
 		"kill": func(t *testing.T, cfg scaleConfig) {
 			scaleDirect(t, cfg, directCase{name: "kill", n: cfg.n, opts: defaultSimOptions(), replicas: 2, killEvery: cfg.killEvery})
 		},
+		"apiserver": func(t *testing.T, cfg scaleConfig) {
+			scaleDirect(t, cfg, directCase{name: "apiserver", n: cfg.n, opts: defaultSimOptions(), disrupt: newRestarter})
+		},
+		"hotswap": func(t *testing.T, cfg scaleConfig) {
+			scaleDirect(t, cfg, directCase{name: "hotswap", n: cfg.n, opts: defaultSimOptions(), disrupt: newSwapper})
+		},
 	}
 	for _, name := range cfg.scenarios {
 		t.Run(name, func(t *testing.T) { runs[name](t, cfg) })
@@ -176,6 +186,22 @@ type directCase struct {
 	// competing for the Lease, the leader killed every killEvery.
 	replicas  int
 	killEvery time.Duration
+	// disrupt, with one controller (c), returns what the scenario does
+	// to the system during the ramps (apiserver, hotswap).
+	disrupt func(w *world, r *scaleRun, c *proc) disruption
+}
+
+// disruption is what a scenario does to the system while the machines
+// ramp up and down: leader kills, API server restarts, provider swaps.
+type disruption interface {
+	// phase starts a ramp ("up", "down"), ending the previous one; cur
+	// is the sampler's latest count of the machines and servers.
+	phase(name string, cur func() counts)
+	// tick runs at every poll of a ramp's wait, on the test's goroutine.
+	tick()
+	// finish ends the last ramp, records the disruption in rep and
+	// asserts that it happened as the scenario requires.
+	finish(t *testing.T, rep *scaleReport)
 }
 
 func scaleDirect(t *testing.T, cfg scaleConfig, dc directCase) {
@@ -193,11 +219,11 @@ func scaleDirect(t *testing.T, cfg scaleConfig, dc directCase) {
 		rep.Cloud = "no faults, no rate limit"
 	}
 	r := newScaleRun(t, dc.name, n, w.sim, func(ctx context.Context) (counts, error) {
+		c := countServers(w.sim)
 		l, err := machines.List(ctx, w.ns, metav1.ListOptions{})
 		if err != nil {
-			return counts{}, err
+			return c, err
 		}
-		c := countServers(w.sim)
 		c.Objects = len(l.Items)
 		for i := range l.Items {
 			if provisioned(&l.Items[i]) {
@@ -206,25 +232,7 @@ func scaleDirect(t *testing.T, cfg scaleConfig, dc directCase) {
 		}
 		return c, nil
 	})
-
-	var k *killer
-	if dc.replicas >= 2 {
-		flags := cfg.flags
-		rep.ControllerFlags = append([]string{"(leader election, 2 replicas)"}, flags...)
-		k = &killer{w: w, r: r, every: dc.killEvery, flags: flags, byID: map[string]*proc{}}
-		for range 2 {
-			k.start()
-		}
-		eventually(t, 30*time.Second, "a leader", func() (bool, string) {
-			id := w.leader()
-			return k.byID[id] != nil, "holder " + id
-		})
-		r.leader = w.leader
-	} else {
-		flags := append([]string{"-leader-elect=false"}, cfg.flags...)
-		rep.ControllerFlags = flags
-		r.track(w.startController("a", flags...))
-	}
+	d := startDirectControllers(w, r, cfg, dc, rep)
 	per := dc.perMachine
 	if per == 0 {
 		per = 600 * time.Millisecond
@@ -235,9 +243,9 @@ func scaleDirect(t *testing.T, cfg scaleConfig, dc directCase) {
 
 	// Up: N Machines at once.
 	r.setPhase("up")
-	if k != nil {
-		k.phase("up", func() int { return r.current().Ready })
-		tick = k.tick
+	if d != nil {
+		d.phase("up", r.current)
+		tick = d.tick
 	}
 	start := time.Now()
 	names := names("scale", n)
@@ -257,8 +265,8 @@ func scaleDirect(t *testing.T, cfg scaleConfig, dc directCase) {
 
 	// Down: every Machine deleted at once.
 	r.setPhase("down")
-	if k != nil {
-		k.phase("down", func() int { return n - r.current().Objects })
+	if d != nil {
+		d.phase("down", r.current)
 	}
 	start = time.Now()
 	parallel(t, names, func(name string) error {
@@ -274,31 +282,60 @@ func scaleDirect(t *testing.T, cfg scaleConfig, dc directCase) {
 	t.Logf("%d machines deleted in %.1fs", n, rep.DownSeconds)
 	rep.Invariants = append(rep.Invariants, "down: no Machine (no finalizer stuck) and no server left")
 
+	if d != nil {
+		d.finish(t, rep)
+	}
 	r.finish(directMetrics, rep)
 	checkCommon(t, rep, n)
 	rep.Invariants = append(rep.Invariants, "throughout: never more than one server per Machine (sampled every second)",
 		"no terminal error (wasmprov_controller_reconciles_total{result=\"terminal\"} = 0)")
 	if dc.name == "faults" {
-		if rep.CloudMaxPerSecond > faultCloudRPS+faultCloudBurst {
-			t.Errorf("the simulator accepted %d requests in one second (limit %d + burst %d)", rep.CloudMaxPerSecond, faultCloudRPS, faultCloudBurst)
-		}
-		if rep.CloudErrors == 0 || rep.CloudDropped == 0 {
-			t.Errorf("faults: %d errors and %d drops: the faults were not exercised", rep.CloudErrors, rep.CloudDropped)
-		}
-		rep.Invariants = append(rep.Invariants, fmt.Sprintf("faults: the cloud accepted at most %d+%d requests in any second", faultCloudRPS, faultCloudBurst),
-			"faults: no terminal error caused by throttling (none at all)")
-	}
-	if k != nil {
-		k.endPhase()
-		t.Logf("%d kills: %v", len(rep.Kills), rep.Kills)
-		if len(k.noKill) > 0 {
-			t.Errorf("no controller was killed during the ramps %v: the scenario proved nothing there", k.noKill)
-		}
-		rep.Invariants = append(rep.Invariants, "kill: at least one leader SIGKILLed in each ramp")
+		checkFaults(t, rep)
 	}
 	if cfg.write && !t.Failed() {
 		r.write(rep)
 	}
+}
+
+// startDirectControllers starts the scenario's controller, or its
+// replicas, and returns its disruption, if it has one.
+func startDirectControllers(w *world, r *scaleRun, cfg scaleConfig, dc directCase, rep *scaleReport) disruption {
+	if dc.replicas >= 2 {
+		flags := cfg.flags
+		rep.ControllerFlags = append([]string{"(leader election, 2 replicas)"}, flags...)
+		k := &killer{w: w, r: r, every: dc.killEvery, flags: flags, byID: map[string]*proc{}}
+		for range 2 {
+			k.start()
+		}
+		eventually(w.t, 30*time.Second, "a leader", func() (bool, string) {
+			id := w.leader()
+			return k.byID[id] != nil, "holder " + id
+		})
+		r.leader = w.leader
+		return k
+	}
+	flags := append([]string{"-leader-elect=false"}, cfg.flags...)
+	rep.ControllerFlags = flags
+	c := w.startController("a", flags...)
+	r.track(c)
+	if dc.disrupt != nil {
+		return dc.disrupt(w, r, c)
+	}
+	return nil
+}
+
+// checkFaults asserts what the faults scenario adds: the cloud's limit
+// held, and its faults happened.
+func checkFaults(t *testing.T, rep *scaleReport) {
+	t.Helper()
+	if rep.CloudMaxPerSecond > faultCloudRPS+faultCloudBurst {
+		t.Errorf("the simulator accepted %d requests in one second (limit %d + burst %d)", rep.CloudMaxPerSecond, faultCloudRPS, faultCloudBurst)
+	}
+	if rep.CloudErrors == 0 || rep.CloudDropped == 0 {
+		t.Errorf("faults: %d errors and %d drops: the faults were not exercised", rep.CloudErrors, rep.CloudDropped)
+	}
+	rep.Invariants = append(rep.Invariants, fmt.Sprintf("faults: the cloud accepted at most %d+%d requests in any second", faultCloudRPS, faultCloudBurst),
+		"faults: no terminal error caused by throttling (none at all)")
 }
 
 // checkCommon asserts what every scenario must end with.
@@ -440,6 +477,7 @@ type killer struct {
 	next   int
 	last   time.Time
 	kills  int // in the current phase
+	total  int
 	name   string
 	done   func() int
 	phaseT time.Time
@@ -456,10 +494,14 @@ func (k *killer) start() *proc {
 	return p
 }
 
-// phase starts a ramp (ending the previous one); done counts its
-// machines done.
-func (k *killer) phase(name string, done func() int) {
+// phase starts a ramp (ending the previous one); its machines done are
+// those provisioned on the way up, those gone on the way down.
+func (k *killer) phase(name string, cur func() counts) {
 	k.endPhase()
+	done := func() int { return cur().Ready }
+	if name == "down" {
+		done = func() int { return k.r.n - cur().Objects }
+	}
 	k.kills, k.name, k.done, k.last, k.phaseT = 0, name, done, time.Now(), time.Now()
 }
 
@@ -468,6 +510,16 @@ func (k *killer) endPhase() {
 		k.noKill = append(k.noKill, k.name)
 	}
 	k.name = ""
+}
+
+func (k *killer) finish(t *testing.T, rep *scaleReport) {
+	t.Helper()
+	k.endPhase()
+	t.Logf("%d kills", k.total)
+	if len(k.noKill) > 0 {
+		t.Errorf("no controller was killed during the ramps %v: the scenario proved nothing there", k.noKill)
+	}
+	rep.Invariants = append(rep.Invariants, "kill: at least one leader SIGKILLed in each ramp")
 }
 
 func (k *killer) tick() {
@@ -491,6 +543,7 @@ func (k *killer) tick() {
 	k.start()
 	k.last = time.Now()
 	k.kills++
+	k.total++
 }
 
 // ---- capi ----------------------------------------------------------------------
@@ -509,10 +562,10 @@ func scaleCAPI(t *testing.T, cfg scaleConfig) {
 		var l unstructured.UnstructuredList
 		l.SetAPIVersion(infraVersion)
 		l.SetKind("WasmMachineList")
-		if err := w.capi.c.List(ctx, &l, client.InNamespace(w.ns)); err != nil {
-			return counts{}, err
-		}
 		c := countServers(w.sim)
+		if err := w.capi.c.List(ctx, &l, client.InNamespace(w.ns)); err != nil {
+			return c, err
+		}
 		c.Objects = len(l.Items)
 		for _, wm := range l.Items {
 			if p, _, _ := unstructured.NestedBool(wm.Object, "status", "initialization", "provisioned"); p {
