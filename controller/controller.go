@@ -38,7 +38,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
@@ -295,7 +294,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	if err := ctrl.Watch(&source.Informer{
-		Informer: c.informer, Handler: &handler.EnqueueRequestForObject{},
+		Informer: c.informer, Handler: enqueueMachine{poll: c.opts.PollInterval},
 	}); err != nil {
 		return fmt.Errorf("controller: watching Machines: %w", err)
 	}

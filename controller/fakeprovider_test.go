@@ -45,6 +45,8 @@ type memCloud struct {
 	// that many further Get calls.
 	deleteSteps int
 	deleting    map[types.UID]int
+	// gets counts Get calls by Machine UID.
+	gets map[types.UID]int
 }
 
 type memSpec struct {
@@ -55,7 +57,7 @@ type memSpec struct {
 }
 
 func newMemCloud() *memCloud {
-	return &memCloud{servers: map[types.UID]*instance.Static{}, deleting: map[types.UID]int{}}
+	return &memCloud{servers: map[types.UID]*instance.Static{}, deleting: map[types.UID]int{}, gets: map[types.UID]int{}}
 }
 
 func memSpecOf(s clusterv1alpha1.MachineSpec) (memSpec, error) {
@@ -92,6 +94,7 @@ func (p *memCloud) Validate(_ context.Context, s clusterv1alpha1.MachineSpec, _ 
 func (p *memCloud) Get(_ context.Context, m *clusterv1alpha1.Machine, _ *provider.Data) (instance.Instance, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.gets[m.UID]++
 	if p.failGet > 0 {
 		p.failGet--
 		return nil, p.failErr
@@ -192,6 +195,12 @@ func (p *memCloud) MigrateUID(context.Context, *clusterv1alpha1.Machine, types.U
 
 func (p *memCloud) SetMetricsForMachines(context.Context, clusterv1alpha1.MachineList, *provider.Data) error {
 	return nil
+}
+
+func (p *memCloud) getsOf(uid types.UID) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gets[uid]
 }
 
 func (p *memCloud) count() int {
