@@ -276,8 +276,8 @@ func (rep *scaleReport) text() string {
 	fmt.Fprintf(&b, "  provider calls %.0f (%.2f/machine) %v; failed by class %v; sent to a new version %.0f\n", rep.ProviderCalls,
 		rep.ProviderCallsPerMachine, rep.ProviderCallsByMethod, rep.ProviderCallErrors, rep.ProviderCallRetries)
 	for _, x := range rep.Restarts {
-		fmt.Fprintf(&b, "  kube-apiserver stopped at %.1fs (%s ramp, %.0f%% done), exited after %.2fs (SIGKILLed: %v), answering again after %.1fs\n",
-			x.At, x.Phase, 100*x.Progress, x.ExitSeconds, x.Killed, x.DownSeconds)
+		fmt.Fprintf(&b, "  kube-apiserver killed at %.1fs (%s ramp, %.0f%% done), answering again after %.1fs\n",
+			x.At, x.Phase, 100*x.Progress, x.DownSeconds)
 	}
 	for i, x := range rep.Swaps {
 		fmt.Fprintf(&b, "  provider v%d (sha256 %.12s) written at %.1fs (%s ramp, %.0f%% done), serving after %.2fs, %.0f calls after (pool %.0f)\n",
