@@ -375,35 +375,26 @@ func (s *swapper) finish(t *testing.T, rep *scaleReport) {
 			s.point("up"), s.point("down")),
 		"hotswap: as many reloads as versions written, none rejected, the last one serving",
 		"hotswap: no provider call failed but the registry's smoke test of each version loaded (AddDefaults of an empty spec, refused) and Get/Delete answering not-found for a server already gone",
-		"hotswap: no failed reconcile but the finalizer removal on a Machine already gone (docs/SCALE.md, Found, item 2), which direct has too")
+		"hotswap: no failed reconcile (wasmprov_controller_reconciles_total{result=\"error\"} = 0)")
 }
 
-// checkReconcileErrors reads the controller's failed reconciles from its
-// log ("reconcile failed", with the error) and fails the test for any
-// but the known one: removing the finalizer of a Machine already gone
-// (docs/SCALE.md, "Found in the controllers", item 2), which direct has
-// without a swap. Their number must match the metric.
+// checkReconcileErrors fails the test for any failed reconcile, quoting
+// the controller's log lines of them ("reconcile failed", with the
+// error). direct has none since the controller treats a Machine already
+// gone as the end of its deletion (docs/SCALE.md, "Found", item 2).
 func (s *swapper) checkReconcileErrors(t *testing.T, ms metricSet) {
 	t.Helper()
-	known, other := 0, []string{}
+	failed := ms.sum("wasmprov_controller_reconciles_total", map[string]string{"result": "error"})
+	if failed == 0 {
+		return
+	}
+	var lines []string
 	for _, line := range strings.Split(s.c.log.String(), "\n") {
-		if !strings.Contains(line, "reconcile failed") {
-			continue
-		}
-		if strings.Contains(line, "removing finalizer") && strings.Contains(line, "not found") {
-			known++
-		} else {
-			other = append(other, line)
+		if strings.Contains(line, "reconcile failed") {
+			lines = append(lines, line)
 		}
 	}
-	metric := ms.sum("wasmprov_controller_reconciles_total", map[string]string{"result": "error"})
-	t.Logf("failed reconciles: %v counted, %d logged as a finalizer removal on a gone Machine, %d otherwise", metric, known, len(other))
-	if len(other) > 0 {
-		t.Errorf("%d failed reconciles besides the known finalizer removal:\n%s", len(other), strings.Join(other, "\n"))
-	}
-	if float64(known+len(other)) != metric {
-		t.Errorf("%d failed reconciles in the log, %v counted: the log does not tell them all", known+len(other), metric)
-	}
+	t.Errorf("%v failed reconciles:\n%s", failed, strings.Join(lines, "\n"))
 }
 
 // checkCallErrors fails the test for a failed provider call that a swap
