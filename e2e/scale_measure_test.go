@@ -525,8 +525,11 @@ func (r *scaleRun) finalScrape(p *proc) {
 }
 
 func (r *scaleRun) sampleOnce() {
-	now := time.Now()
+	// The clock and the simulator's counts are read after count, which
+	// may wait for an API server that is down: the rates below divide by
+	// the time between these readings.
 	c, cerr := r.count(context.Background())
+	now := time.Now()
 	st := r.sim.RequestStats()
 	r.mu.Lock()
 	live := []*tracked{}
