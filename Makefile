@@ -285,7 +285,7 @@ scale:
 
 # faults is left out: its cloud's 10 requests a second make even 20
 # machines take over a minute.
-## scale-smoke: the harness at N=20 (kills every 5s), every scenario but faults, nothing written (CI, about 2.5 min warm)
+## scale-smoke: the harness at N=20 (kills every 5s), every scenario but faults, nothing written (CI, about 1.5 min warm)
 scale-smoke:
 	$(MAKE) scale SCALE_N=20 SCALE_KILL_EVERY=5s SCALE_SCENARIOS=direct,capi,kill,apiserver,hotswap SCALE_WRITE= SCALE_TIMEOUT=10m
 
