@@ -54,7 +54,13 @@ func (w *world) waitProvisioned(timeout time.Duration, ns ...string) []*clusterv
 // one server, providerID naming it, its address in status, both finalizers.
 func (w *world) checkProvisioned(m *clusterv1alpha1.Machine) {
 	w.t.Helper()
-	servers := w.serversOf(m)
+	w.checkProvisionedOn(m, w.serversOf(m))
+}
+
+// checkProvisionedOn is checkProvisioned given the Machine's servers: a
+// caller checking many Machines lists the servers once, not once each.
+func (w *world) checkProvisionedOn(m *clusterv1alpha1.Machine, servers []hcloudsim.ServerInfo) {
+	w.t.Helper()
 	if len(servers) != 1 {
 		w.t.Fatalf("machine %s has %d servers, want exactly 1: %+v", m.Name, len(servers), servers)
 	}

@@ -104,6 +104,7 @@ type scaleReport struct {
 	CloudRateLimited        int64   `json:"cloud_429"`
 	CloudErrors             int64   `json:"cloud_5xx"`
 	CloudDropped            int64   `json:"cloud_dropped"`
+	CloudLostAnswers        int64   `json:"cloud_lost_answers"`
 	CloudAbandoned          int64   `json:"cloud_abandoned"`
 	CloudMaxPerSecond       int     `json:"cloud_max_accepted_per_second"`
 
@@ -175,6 +176,7 @@ func (r *scaleRun) finish(names metricNames, rep *scaleReport) {
 	st := r.sim.RequestStats()
 	rep.CloudRequests, rep.CloudRateLimited, rep.CloudErrors = st.Accepted, st.RateLimited, st.Errors
 	rep.CloudDropped, rep.CloudAbandoned, rep.CloudMaxPerSecond = st.Dropped, st.Abandoned, st.MaxAcceptedPerSecond
+	rep.CloudLostAnswers = st.LostAnswers
 	rep.CloudRequestsPerMachine = float64(st.Accepted) / n
 
 	rep.ProviderCalls = r.sum("wasmprov_provider_calls_total", nil)
@@ -294,8 +296,8 @@ func (rep *scaleReport) text() string {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "    %s %.0f\n", k, rep.APIWrites[k])
 	}
-	fmt.Fprintf(&b, "  cloud: %d requests (%.2f/machine), at most %d in a second; 429 %d, 5xx %d, dropped %d, abandoned %d\n",
-		rep.CloudRequests, rep.CloudRequestsPerMachine, rep.CloudMaxPerSecond, rep.CloudRateLimited, rep.CloudErrors, rep.CloudDropped, rep.CloudAbandoned)
+	fmt.Fprintf(&b, "  cloud: %d requests (%.2f/machine), at most %d in a second; 429 %d, 5xx %d, dropped %d, answers lost after taking effect %d, abandoned %d\n",
+		rep.CloudRequests, rep.CloudRequestsPerMachine, rep.CloudMaxPerSecond, rep.CloudRateLimited, rep.CloudErrors, rep.CloudDropped, rep.CloudLostAnswers, rep.CloudAbandoned)
 	fmt.Fprintf(&b, "  host pacing: throttled %.1fs, 429 seen %.0f, deadline refusals %.0f\n", rep.ThrottledSeconds, rep.HTTP429Seen, rep.DeadlineRefusals)
 	fmt.Fprintf(&b, "  controller: peak RSS %.0f MiB, CPU %.1fs, pool instances at peak %.0f\n", rep.PeakRSSMiB, rep.CPUSeconds, rep.PoolInstancesPeak)
 	fmt.Fprintf(&b, "  creates %.0f, deletes %.0f, reconciles %.0f (errors %.0f, terminal %.0f), update conflicts %.0f, max servers per machine %d\n",

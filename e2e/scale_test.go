@@ -130,12 +130,12 @@ func TestScale(t *testing.T) {
 		"capi": scaleCAPI,
 		"faults": func(t *testing.T, cfg scaleConfig) {
 			opts := defaultSimOptions()
-			opts.ErrorRate, opts.DropRate = 0.05, 0.02
+			opts.ErrorRate, opts.DropRate, opts.LostAnswerRate = 0.05, 0.02, 0.01
 			opts.LatencyP50, opts.LatencyP99 = 200*time.Millisecond, time.Second
 			opts.RequestsPerSecond, opts.Burst = faultCloudRPS, faultCloudBurst
 			scaleDirect(t, cfg, directCase{name: "faults", n: cfg.faultN, opts: opts, perMachine: 3 * time.Second,
 				policy: "httpRequestsPerSecond: 9\nhttpBurst: 9\n",
-				cloud:  "5% 5xx, 2% dropped, latency p50 200ms p99 1s, 10 req/s burst 10; host pacing 9/s burst 9"})
+				cloud:  "5% 5xx, 2% dropped, 1% answers lost after taking effect, latency p50 200ms p99 1s, 10 req/s burst 10; host pacing 9/s burst 9"})
 		},
 		// ceiling: direct against a cloud that answers at once and boots
 		// and acts in no time, for the throughput of one leader (item 4
@@ -331,11 +331,12 @@ func checkFaults(t *testing.T, rep *scaleReport) {
 	if rep.CloudMaxPerSecond > faultCloudRPS+faultCloudBurst {
 		t.Errorf("the simulator accepted %d requests in one second (limit %d + burst %d)", rep.CloudMaxPerSecond, faultCloudRPS, faultCloudBurst)
 	}
-	if rep.CloudErrors == 0 || rep.CloudDropped == 0 {
-		t.Errorf("faults: %d errors and %d drops: the faults were not exercised", rep.CloudErrors, rep.CloudDropped)
+	if rep.CloudErrors == 0 || rep.CloudDropped == 0 || rep.CloudLostAnswers == 0 {
+		t.Errorf("faults: %d errors, %d drops and %d lost answers: the faults were not exercised", rep.CloudErrors, rep.CloudDropped, rep.CloudLostAnswers)
 	}
 	rep.Invariants = append(rep.Invariants, fmt.Sprintf("faults: the cloud accepted at most %d+%d requests in any second", faultCloudRPS, faultCloudBurst),
-		"faults: no terminal error caused by throttling (none at all)")
+		"faults: no terminal error caused by throttling (none at all)",
+		"faults: answers lost after a Create took effect made no second server (one server per Machine, none orphaned)")
 }
 
 // checkCommon asserts what every scenario must end with.
@@ -431,9 +432,13 @@ func (w *world) checkDirectUp(n int) {
 		w.t.Fatalf("%d Machines, want %d", len(ms), n)
 	}
 	uids := map[string]bool{}
+	// The servers listed once: once per Machine was 10,000 lists of
+	// 10,000 servers at N = 10,000, minutes of a core.
+	byUID := serversByUID(w.sim)
 	for i := range ms {
 		uids[string(ms[i].UID)] = true
-		w.checkProvisioned(&ms[i]) // exactly one server, providerID, addresses, finalizers, no errorReason
+		// exactly one server, providerID, addresses, finalizers, no errorReason
+		w.checkProvisionedOn(&ms[i], byUID[string(ms[i].UID)])
 	}
 	for _, s := range w.sim.Servers() {
 		if !uids[s.Labels["machine-uid"]] {
