@@ -158,20 +158,18 @@ func TestErrorRate(t *testing.T) {
 	}
 }
 
-// DropRate closes that fraction of connections without an answer, and
-// those create nothing.
-func TestDropRate(t *testing.T) {
-	s := start(t, Options{DropRate: 0.5, Seed: 2})
-	// A fresh connection per request: net/http retries no request then.
+// createServers POSTs n servers, each on a fresh connection (net/http
+// retries no request then), and returns how many got no answer; every
+// answer must be a 201.
+func createServers(t *testing.T, s *Running, n int) (unanswered int) {
+	t.Helper()
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	const n = 100
-	ok, dropped := 0, 0
 	for i := 0; i < n; i++ {
 		req, _ := http.NewRequest("POST", s.URL+"/servers", strings.NewReader(serverBody(i)))
 		req.Header.Set("Authorization", "Bearer "+s.Token())
 		resp, err := c.Do(req)
 		if err != nil {
-			dropped++
+			unanswered++
 			continue
 		}
 		io.Copy(io.Discard, resp.Body)
@@ -179,20 +177,34 @@ func TestDropRate(t *testing.T) {
 		if resp.StatusCode != 201 {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
-		ok++
 	}
+	return unanswered
+}
+
+// countFault counts the recorded requests whose answer fault shaped.
+func countFault(s *Running, fault string) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if r.Fault == fault {
+			n++
+		}
+	}
+	return n
+}
+
+// DropRate closes that fraction of connections without an answer, and
+// those create nothing.
+func TestDropRate(t *testing.T) {
+	s := start(t, Options{DropRate: 0.5, Seed: 2})
+	const n = 100
+	dropped := createServers(t, s, n)
 	if dropped < n*3/10 || dropped > n*7/10 {
 		t.Fatalf("%d of %d dropped", dropped, n)
 	}
-	if got := len(s.Servers()); got != ok {
-		t.Fatalf("%d servers for %d answers: a dropped request took effect", got, ok)
+	if got := len(s.Servers()); got != n-dropped {
+		t.Fatalf("%d servers for %d answers: a dropped request took effect", got, n-dropped)
 	}
-	marked := 0
-	for _, r := range s.Requests() {
-		if r.Fault == FaultDropRate {
-			marked++
-		}
-	}
+	marked := countFault(s, FaultDropRate)
 	if st := s.RequestStats(); st.Dropped != int64(dropped) || marked != dropped {
 		t.Fatalf("stats %+v, %d recorded, %d dropped", st, marked, dropped)
 	}
@@ -202,35 +214,15 @@ func TestDropRate(t *testing.T) {
 // without an answer: a server exists for every request, answered or not.
 func TestLostAnswerRate(t *testing.T) {
 	s := start(t, Options{LostAnswerRate: 0.5, Seed: 3})
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	const n = 100
-	lost := 0
-	for i := 0; i < n; i++ {
-		req, _ := http.NewRequest("POST", s.URL+"/servers", strings.NewReader(serverBody(i)))
-		req.Header.Set("Authorization", "Bearer "+s.Token())
-		resp, err := c.Do(req)
-		if err != nil {
-			lost++
-			continue
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 201 {
-			t.Fatalf("status %d", resp.StatusCode)
-		}
-	}
+	lost := createServers(t, s, n)
 	if lost < n*3/10 || lost > n*7/10 {
 		t.Fatalf("%d of %d answers lost", lost, n)
 	}
 	if got := len(s.Servers()); got != n {
 		t.Fatalf("%d servers for %d requests: a request whose answer was lost did not take effect", got, n)
 	}
-	marked := 0
-	for _, r := range s.Requests() {
-		if r.Fault == FaultLostAnswerRate {
-			marked++
-		}
-	}
+	marked := countFault(s, FaultLostAnswerRate)
 	if st := s.RequestStats(); st.LostAnswers != int64(lost) || st.Dropped != 0 || marked != lost {
 		t.Fatalf("stats %+v, %d recorded, %d lost", st, marked, lost)
 	}
