@@ -531,14 +531,7 @@ func (r *scaleRun) sampleOnce() {
 	c, cerr := r.count(context.Background())
 	now := time.Now()
 	st := r.sim.RequestStats()
-	r.mu.Lock()
-	live := []*tracked{}
-	for _, tp := range r.procs {
-		if tp.alive {
-			live = append(live, tp)
-		}
-	}
-	r.mu.Unlock()
+	live := r.liveProcs()
 	type read struct {
 		ms       metricSet
 		cpu      time.Duration
@@ -647,6 +640,19 @@ func (r *scaleRun) byLabel(name, label string) map[string]float64 {
 }
 
 // current is the sampler's latest count.
+// liveProcs returns the tracked controller processes still running.
+func (r *scaleRun) liveProcs() []*tracked {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	live := []*tracked{}
+	for _, tp := range r.procs {
+		if tp.alive {
+			live = append(live, tp)
+		}
+	}
+	return live
+}
+
 func (r *scaleRun) current() counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -655,14 +661,7 @@ func (r *scaleRun) current() counts {
 
 // refreshAll reads every live process now (before the figures are taken).
 func (r *scaleRun) refreshAll() {
-	r.mu.Lock()
-	live := []*tracked{}
-	for _, tp := range r.procs {
-		if tp.alive {
-			live = append(live, tp)
-		}
-	}
-	r.mu.Unlock()
+	live := r.liveProcs()
 	for _, tp := range live {
 		ms, cpu, rss, hwm, err := refresh(tp)
 		if err != nil {
